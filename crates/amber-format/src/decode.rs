@@ -1,0 +1,627 @@
+//! The reading side: one decoder that checks every byte, enforces the limits and resolves
+//! references, generic over a [`Builder`] that makes the host's objects (Python objects in
+//! the extension, [`crate::model::Graph`] nodes in tests and fuzzing).
+//!
+//! Nothing here panics on any input: reads are bounds-checked, lengths are checked against
+//! the bytes left before anything is allocated, and arithmetic on lengths saturates.
+
+use crate::error::{BuildError, DecodeError, ErrorKind};
+use crate::header::read_header;
+use crate::limits::{cost, Limits, HARD_MAX_DEPTH};
+use crate::tag::{Tag, TRACKABLE, TRACKED};
+use crate::varint::{read_varint, unzigzag, VarintError};
+
+/// Makes host objects for the decoder. `Obj` clones are new references to the same object.
+///
+/// Containers are created empty with their final length and then filled in order; a list,
+/// dict or set may be handed out (through a `REF`) while it is still being filled, a tuple or
+/// frozenset never is.
+pub trait Builder {
+    /// A reference to a host object.
+    type Obj: Clone;
+
+    /// `None`.
+    fn none(&mut self) -> Result<Self::Obj, BuildError>;
+    /// `True` or `False`.
+    fn bool(&mut self, v: bool) -> Result<Self::Obj, BuildError>;
+    /// An int in the i64 range.
+    fn int(&mut self, v: i64) -> Result<Self::Obj, BuildError>;
+    /// An int from minimal two's complement little-endian digits, outside the i64 range.
+    fn bigint(&mut self, twos_le: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// A float.
+    fn float(&mut self, v: f64) -> Result<Self::Obj, BuildError>;
+    /// A complex number.
+    fn complex(&mut self, re: f64, im: f64) -> Result<Self::Obj, BuildError>;
+    /// A str from bytes that must be strict UTF-8 ([`BuildError::InvalidUtf8`] otherwise).
+    fn str(&mut self, utf8: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// A str from UTF-8 that may also encode surrogates.
+    fn str_surrogates(&mut self, bytes: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// A bytes object.
+    fn bytes(&mut self, b: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// A bytearray.
+    fn bytearray(&mut self, b: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// A list that will receive `len` items through [`Builder::list_set`].
+    fn list(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
+    /// Puts item `index` (given in order 0, 1, ...) into a list.
+    fn list_set(&mut self, list: &Self::Obj, index: usize, item: Self::Obj);
+    /// A tuple that will receive `len` items through [`Builder::tuple_set`].
+    fn tuple(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
+    /// Puts item `index` (given in order) into a tuple.
+    fn tuple_set(&mut self, tuple: &Self::Obj, index: usize, item: Self::Obj);
+    /// A dict that will receive `len` pairs.
+    fn dict(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
+    /// Adds a pair; fails for an unhashable or duplicate key.
+    fn dict_insert(
+        &mut self,
+        dict: &Self::Obj,
+        key: Self::Obj,
+        value: Self::Obj,
+    ) -> Result<(), BuildError>;
+    /// A set (or frozenset when `frozen`) that will receive `len` elements.
+    fn set(&mut self, len: usize, frozen: bool) -> Result<Self::Obj, BuildError>;
+    /// Adds an element; fails for an unhashable or duplicate element.
+    fn set_add(&mut self, set: &Self::Obj, item: Self::Obj) -> Result<(), BuildError>;
+}
+
+/// Decodes one payload with `builder`, enforcing `limits`.
+pub fn decode<B: Builder>(
+    data: &[u8],
+    limits: &Limits,
+    builder: &mut B,
+) -> Result<B::Obj, DecodeError> {
+    let body = read_header(data)?;
+    let mut decoder = Decoder {
+        data,
+        pos: body,
+        body,
+        depth: 0,
+        max_depth: limits.max_depth.min(HARD_MAX_DEPTH),
+        allocated: 0,
+        max_alloc: limits.alloc_budget(data.len()),
+        tracked: Vec::new(),
+        builder,
+    };
+    let root = decoder.value()?;
+    if decoder.pos != data.len() {
+        return Err(DecodeError::new(
+            ErrorKind::TrailingBytes,
+            decoder.pos,
+            format!(
+                "{} bytes follow the end of the root value",
+                data.len() - decoder.pos
+            ),
+        ));
+    }
+    Ok(root)
+}
+
+/// A tracked value: where its tag is (body offset) and, once it may be referenced, the object.
+struct TrackedSlot<O> {
+    offset: usize,
+    obj: Option<O>,
+}
+
+struct Decoder<'a, B: Builder> {
+    data: &'a [u8],
+    /// Absolute position of the next byte.
+    pos: usize,
+    /// Absolute position of body offset 0.
+    body: usize,
+    depth: u32,
+    max_depth: u32,
+    allocated: u64,
+    max_alloc: u64,
+    /// Tracked values in offset order (tags are read in offset order).
+    tracked: Vec<TrackedSlot<B::Obj>>,
+    builder: &'a mut B,
+}
+
+fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
+    build_error(e, at, what, ErrorKind::DuplicateKey)
+}
+
+fn build_error(e: BuildError, at: usize, what: &str, duplicate: ErrorKind) -> DecodeError {
+    match e {
+        BuildError::Unhashable => {
+            DecodeError::new(ErrorKind::Unhashable, at, format!("{what} is not hashable"))
+        }
+        BuildError::Duplicate => DecodeError::new(
+            duplicate,
+            at,
+            format!("{what} equals an earlier one in the same container"),
+        ),
+        BuildError::HashLimit => DecodeError::new(
+            ErrorKind::HashLimit,
+            at,
+            format!("{what} exceeds the hash-flooding limits (too many equal hashes or too much hashing work)"),
+        ),
+        BuildError::InvalidUtf8 => DecodeError::new(
+            ErrorKind::InvalidUtf8,
+            at,
+            "string bytes are not valid UTF-8",
+        ),
+        BuildError::Host => DecodeError::new(ErrorKind::Host, at, format!("building a {what} failed")),
+    }
+}
+
+impl<'a, B: Builder> Decoder<'a, B> {
+    #[inline]
+    fn remaining(&self) -> usize {
+        self.data.len().saturating_sub(self.pos)
+    }
+
+    #[inline]
+    fn byte(&mut self) -> Result<u8, DecodeError> {
+        match self.data.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(DecodeError::new(
+                ErrorKind::Truncated,
+                self.pos,
+                "input ends where a value should start",
+            )),
+        }
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+        let start = self.pos;
+        let data: &'a [u8] = self.data;
+        match start.checked_add(n).and_then(|end| data.get(start..end)) {
+            Some(slice) => {
+                self.pos = start + n;
+                Ok(slice)
+            }
+            None => Err(DecodeError::new(
+                ErrorKind::Truncated,
+                start,
+                format!("{what} needs {n} bytes but {} are left", self.remaining()),
+            )),
+        }
+    }
+
+    #[inline]
+    fn take_array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DecodeError> {
+        let start = self.pos;
+        match self
+            .data
+            .get(start..)
+            .and_then(|rest| rest.first_chunk::<N>())
+        {
+            Some(chunk) => {
+                self.pos = start + N;
+                Ok(*chunk)
+            }
+            None => Err(DecodeError::new(
+                ErrorKind::Truncated,
+                start,
+                format!("{what} needs {N} bytes but {} are left", self.remaining()),
+            )),
+        }
+    }
+
+    #[inline]
+    fn varint(&mut self) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        let rest = self.data.get(start..).unwrap_or(&[]);
+        match read_varint(rest) {
+            Ok((v, used)) => {
+                self.pos = start + used;
+                Ok(v)
+            }
+            Err(VarintError::Truncated) => Err(DecodeError::new(
+                ErrorKind::Truncated,
+                start,
+                "input ends inside a varint",
+            )),
+            Err(VarintError::Overlong) => Err(DecodeError::new(
+                ErrorKind::OverlongVarint,
+                start,
+                "varint has a redundant final zero byte",
+            )),
+            Err(VarintError::Overflow) => Err(DecodeError::new(
+                ErrorKind::VarintOverflow,
+                start,
+                "varint is longer than 10 bytes or above 2^64-1",
+            )),
+        }
+    }
+
+    /// A byte-string length: it must fit in what is left.
+    #[inline]
+    fn byte_len(&mut self, what: &str) -> Result<usize, DecodeError> {
+        let n = self.varint()?;
+        let left = self.remaining();
+        if n > left as u64 {
+            return Err(DecodeError::new(
+                ErrorKind::Truncated,
+                self.pos,
+                format!("{what} declares {n} bytes but {left} are left"),
+            ));
+        }
+        Ok(n as usize)
+    }
+
+    /// A container count: each element needs at least `min_bytes` bytes of what is left.
+    #[inline]
+    fn count(&mut self, at: usize, min_bytes: u64, what: &str) -> Result<usize, DecodeError> {
+        let n = self.varint()?;
+        self.check_count(n, at, min_bytes, what)
+    }
+
+    #[inline]
+    fn check_count(
+        &self,
+        n: u64,
+        at: usize,
+        min_bytes: u64,
+        what: &str,
+    ) -> Result<usize, DecodeError> {
+        let left = self.remaining() as u64;
+        if n > left / min_bytes {
+            return Err(DecodeError::new(
+                ErrorKind::LengthTooLarge,
+                at,
+                format!("{what} declares {n} elements but only {left} bytes are left"),
+            ));
+        }
+        Ok(n as usize)
+    }
+
+    #[inline]
+    fn charge(&mut self, bytes: u64, at: usize) -> Result<(), DecodeError> {
+        self.allocated = self.allocated.saturating_add(bytes);
+        if self.allocated > self.max_alloc {
+            return Err(DecodeError::new(
+                ErrorKind::AllocLimit,
+                at,
+                format!(
+                    "decoding would allocate more than max_alloc={} bytes",
+                    self.max_alloc
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn enter(&mut self, at: usize) -> Result<(), DecodeError> {
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            return Err(DecodeError::new(
+                ErrorKind::DepthLimit,
+                at,
+                format!("nesting deeper than max_depth={}", self.max_depth),
+            ));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    fn value(&mut self) -> Result<B::Obj, DecodeError> {
+        let at = self.pos;
+        let tag = self.byte()?;
+        let built = match tag {
+            0x00..=0x3F => self.builder.int(i64::from(tag)),
+            0x80..=0x8F => self.builder.int(i64::from(tag) - 0x90),
+            0x90 => self.builder.none(),
+            0x91 => self.builder.bool(false),
+            0x92 => self.builder.bool(true),
+            0x93 => return self.reference(at),
+            0x94 => return self.supersede(at),
+            _ if tag & TRACKABLE != 0 => return self.trackable(tag, at),
+            _ => {
+                return Err(DecodeError::new(
+                    ErrorKind::UnknownTag,
+                    at,
+                    format!("tag 0x{tag:02X} is reserved"),
+                ))
+            }
+        };
+        built.map_err(|e| host_error(e, at, "value"))
+    }
+
+    fn trackable(&mut self, tag: u8, at: usize) -> Result<B::Obj, DecodeError> {
+        let slot = if tag & TRACKED != 0 {
+            self.charge(cost::SCALAR, at)?;
+            self.tracked.push(TrackedSlot {
+                offset: at - self.body,
+                obj: None,
+            });
+            Some(self.tracked.len() - 1)
+        } else {
+            None
+        };
+        let code = tag & !TRACKED;
+        let obj = match code {
+            0x40..=0x57 => self.str(at, usize::from(code - Tag::ShortStr.code()), false)?,
+            0x58..=0x5B => {
+                let n = self.check_count(u64::from(code - Tag::ShortList.code()), at, 1, "list")?;
+                self.list(at, n, slot)?
+            }
+            0x5C..=0x5F => {
+                let n =
+                    self.check_count(u64::from(code - Tag::ShortTuple.code()), at, 1, "tuple")?;
+                self.tuple(at, n)?
+            }
+            0x60..=0x67 => {
+                let n = self.check_count(u64::from(code - Tag::ShortDict.code()), at, 2, "dict")?;
+                self.dict(at, n, slot)?
+            }
+            0x68 => {
+                let n = self.byte_len("str")?;
+                self.str(at, n, false)?
+            }
+            0x69 => {
+                let n = self.byte_len("str")?;
+                self.str(at, n, true)?
+            }
+            0x6A | 0x6B => {
+                let n = self.byte_len("bytes")?;
+                let mutable = code == Tag::ByteArray.code();
+                self.charge(
+                    if mutable {
+                        cost::bytearray(n as u64)
+                    } else {
+                        cost::bytes(n as u64)
+                    },
+                    at,
+                )?;
+                let raw = self.take(n, "bytes")?;
+                let built = if mutable {
+                    self.builder.bytearray(raw)
+                } else {
+                    self.builder.bytes(raw)
+                };
+                built.map_err(|e| host_error(e, at, "bytes"))?
+            }
+            0x6C => {
+                let z = self.varint()?;
+                self.charge(cost::SCALAR, at)?;
+                self.builder
+                    .int(unzigzag(z))
+                    .map_err(|e| host_error(e, at, "int"))?
+            }
+            0x6D => self.bigint(at)?,
+            0x6E => {
+                let v = f64::from_le_bytes(self.take_array::<8>("float64")?);
+                self.charge(cost::SCALAR, at)?;
+                self.builder
+                    .float(v)
+                    .map_err(|e| host_error(e, at, "float"))?
+            }
+            0x6F => {
+                let v = f64::from(f32::from_le_bytes(self.take_array::<4>("float32")?));
+                self.charge(cost::SCALAR, at)?;
+                self.builder
+                    .float(v)
+                    .map_err(|e| host_error(e, at, "float"))?
+            }
+            0x70 => {
+                let raw = self.take_array::<16>("complex")?;
+                let (re, im) = raw.split_at(8);
+                let re = f64::from_le_bytes(re.try_into().unwrap_or_default());
+                let im = f64::from_le_bytes(im.try_into().unwrap_or_default());
+                self.charge(cost::SCALAR, at)?;
+                self.builder
+                    .complex(re, im)
+                    .map_err(|e| host_error(e, at, "complex"))?
+            }
+            0x71 => {
+                let n = self.count(at, 1, "list")?;
+                self.list(at, n, slot)?
+            }
+            0x72 => {
+                let n = self.count(at, 1, "tuple")?;
+                self.tuple(at, n)?
+            }
+            0x73 => {
+                let n = self.count(at, 2, "dict")?;
+                self.dict(at, n, slot)?
+            }
+            0x74 | 0x75 => {
+                let n = self.count(at, 1, "set")?;
+                self.set(at, n, code == Tag::FrozenSet.code(), slot)?
+            }
+            _ => {
+                return Err(DecodeError::new(
+                    ErrorKind::UnknownTag,
+                    at,
+                    format!("tag 0x{tag:02X} is reserved"),
+                ))
+            }
+        };
+        if let Some(i) = slot {
+            if let Some(entry) = self.tracked.get_mut(i) {
+                if entry.obj.is_none() {
+                    entry.obj = Some(obj.clone());
+                }
+            }
+        }
+        Ok(obj)
+    }
+
+    /// Records a mutable container as soon as it exists, so its own children may refer to it.
+    #[inline]
+    fn record_early(&mut self, slot: Option<usize>, obj: &B::Obj) {
+        if let Some(entry) = slot.and_then(|i| self.tracked.get_mut(i)) {
+            entry.obj = Some(obj.clone());
+        }
+    }
+
+    fn str(&mut self, at: usize, n: usize, surrogates: bool) -> Result<B::Obj, DecodeError> {
+        self.charge(cost::str(n as u64), at)?;
+        let payload_at = self.pos;
+        let raw = self.take(n, "str")?;
+        let built = if surrogates {
+            self.builder.str_surrogates(raw)
+        } else {
+            self.builder.str(raw)
+        };
+        built.map_err(|e| host_error(e, payload_at, "str"))
+    }
+
+    fn bigint(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
+        let n = self.byte_len("bigint")?;
+        self.charge(cost::bigint(n as u64), at)?;
+        let digits = self.take(n, "bigint")?;
+        let canonical = match digits {
+            [.., next, last] => {
+                let redundant =
+                    (*last == 0x00 && next & 0x80 == 0) || (*last == 0xFF && next & 0x80 != 0);
+                n > 8 && !redundant
+            }
+            _ => false,
+        };
+        if !canonical {
+            return Err(DecodeError::new(
+                ErrorKind::NoncanonicalInt,
+                at,
+                "bigint is not minimal two's complement or fits in 64 bits",
+            ));
+        }
+        self.builder
+            .bigint(digits)
+            .map_err(|e| host_error(e, at, "int"))
+    }
+
+    fn list(&mut self, at: usize, n: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.charge(cost::list(n as u64), at)?;
+        let list = self
+            .builder
+            .list(n)
+            .map_err(|e| host_error(e, at, "list"))?;
+        self.record_early(slot, &list);
+        for i in 0..n {
+            let item = self.value()?;
+            self.builder.list_set(&list, i, item);
+        }
+        self.leave();
+        Ok(list)
+    }
+
+    fn tuple(&mut self, at: usize, n: usize) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.charge(cost::tuple(n as u64), at)?;
+        let tuple = self
+            .builder
+            .tuple(n)
+            .map_err(|e| host_error(e, at, "tuple"))?;
+        for i in 0..n {
+            let item = self.value()?;
+            self.builder.tuple_set(&tuple, i, item);
+        }
+        self.leave();
+        Ok(tuple)
+    }
+
+    fn dict(&mut self, at: usize, n: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.charge(cost::dict(n as u64), at)?;
+        let dict = self
+            .builder
+            .dict(n)
+            .map_err(|e| host_error(e, at, "dict"))?;
+        self.record_early(slot, &dict);
+        for _ in 0..n {
+            let key_at = self.pos;
+            let key = self.value()?;
+            let value = self.value()?;
+            self.builder
+                .dict_insert(&dict, key, value)
+                .map_err(|e| host_error(e, key_at, "dict key"))?;
+        }
+        self.leave();
+        Ok(dict)
+    }
+
+    fn set(
+        &mut self,
+        at: usize,
+        n: usize,
+        frozen: bool,
+        slot: Option<usize>,
+    ) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.charge(cost::set(n as u64), at)?;
+        let set = self
+            .builder
+            .set(n, frozen)
+            .map_err(|e| host_error(e, at, "set"))?;
+        if !frozen {
+            self.record_early(slot, &set);
+        }
+        for _ in 0..n {
+            let item_at = self.pos;
+            let item = self.value()?;
+            self.builder
+                .set_add(&set, item)
+                .map_err(|e| build_error(e, item_at, "set element", ErrorKind::DuplicateElement))?;
+        }
+        self.leave();
+        Ok(set)
+    }
+
+    fn reference(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
+        let target = self.varint()?;
+        let here = (at - self.body) as u64;
+        let bad = |detail: String| DecodeError::new(ErrorKind::BadReference, at, detail);
+        if target >= here {
+            return Err(bad(format!(
+                "reference to body offset {target} does not point back (it is at {here})"
+            )));
+        }
+        let found = self
+            .tracked
+            .binary_search_by_key(&target, |slot| slot.offset as u64);
+        match found.ok().and_then(|i| self.tracked.get(i)) {
+            Some(TrackedSlot { obj: Some(obj), .. }) => Ok(obj.clone()),
+            Some(TrackedSlot { obj: None, .. }) => Err(DecodeError::new(
+                ErrorKind::IncompleteReference,
+                at,
+                format!(
+                    "reference to body offset {target}: a tuple or frozenset still being built"
+                ),
+            )),
+            None => Err(bad(format!(
+                "reference to body offset {target}, which is not the start of a tracked value"
+            ))),
+        }
+    }
+
+    fn supersede(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        let discarded = self.value()?;
+        drop(discarded);
+        let ref_at = self.pos;
+        match self.data.get(ref_at) {
+            Some(&b) if b == Tag::Ref.code() => {
+                self.pos += 1;
+            }
+            Some(_) => {
+                return Err(DecodeError::new(
+                    ErrorKind::SupersedeWithoutRef,
+                    ref_at,
+                    "SUPERSEDE must be followed by a value and then a REF",
+                ))
+            }
+            None => {
+                return Err(DecodeError::new(
+                    ErrorKind::Truncated,
+                    ref_at,
+                    "input ends where the REF of a SUPERSEDE should be",
+                ))
+            }
+        }
+        let result = self.reference(ref_at);
+        self.leave();
+        result
+    }
+}

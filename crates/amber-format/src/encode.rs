@@ -1,0 +1,384 @@
+//! The writing side: [`Writer`] emits constructs, [`RefTracker`] decides when an object is
+//! written again as a `REF` and handles cycles that pass through immutable containers.
+//!
+//! Callers walk their own object graph (Python objects, the test [`crate::model::Graph`]) and
+//! call these in depth-first order.
+
+use rustc_hash::FxHashMap;
+
+use crate::header::{HEADER_LEN, PLAIN_HEADER};
+use crate::tag::{self, Tag, TRACKED};
+use crate::varint::{write_varint, zigzag};
+
+/// A growing payload: header first, then the body.
+#[derive(Clone, Debug)]
+pub struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Default for Writer {
+    fn default() -> Self {
+        Writer::with_capacity(256)
+    }
+}
+
+impl Writer {
+    /// A writer holding just the header, with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        let mut buf = Vec::with_capacity(capacity.max(HEADER_LEN));
+        buf.extend_from_slice(&PLAIN_HEADER);
+        Writer { buf }
+    }
+
+    /// Drops the body, keeping the header and the allocation.
+    pub fn reset(&mut self) {
+        self.buf.truncate(HEADER_LEN);
+    }
+
+    /// Offset of the next byte, relative to the body (what a `REF` names).
+    #[inline]
+    pub fn body_pos(&self) -> usize {
+        self.buf.len() - HEADER_LEN
+    }
+
+    /// The payload so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The finished payload.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf.push(b);
+    }
+
+    /// Writes a tag with a small count inside it when `n <= short_max`, else `long` + varint.
+    #[inline]
+    fn counted(&mut self, short: Tag, short_max: usize, long: Tag, n: usize) {
+        if n <= short_max {
+            self.byte(short.code() + n as u8);
+        } else {
+            self.byte(long.code());
+            write_varint(&mut self.buf, n as u64);
+        }
+    }
+
+    /// `None`.
+    #[inline]
+    pub fn none(&mut self) {
+        self.byte(Tag::None.code());
+    }
+
+    /// `True` or `False`.
+    #[inline]
+    pub fn bool(&mut self, v: bool) {
+        self.byte(if v {
+            Tag::True.code()
+        } else {
+            Tag::False.code()
+        });
+    }
+
+    /// Whether `v` is written inline in the tag (and so is never tracked).
+    #[inline]
+    pub const fn is_small_int(v: i64) -> bool {
+        tag::SMALL_INT_MIN <= v && v <= tag::SMALL_INT_MAX
+    }
+
+    /// An int in the i64 range.
+    #[inline]
+    pub fn int(&mut self, v: i64) {
+        if (0..=tag::SMALL_INT_MAX).contains(&v) {
+            self.byte(v as u8);
+        } else if (tag::SMALL_INT_MIN..0).contains(&v) {
+            self.byte((v + 0x90) as u8);
+        } else {
+            self.byte(Tag::Int.code());
+            write_varint(&mut self.buf, zigzag(v));
+        }
+    }
+
+    /// An int outside the i64 range, as two's complement little-endian bytes. Redundant sign
+    /// bytes are dropped here, so callers may pass a generous width.
+    pub fn bigint(&mut self, twos_le: &[u8]) {
+        let digits = minimal_twos_complement(twos_le);
+        self.byte(Tag::BigInt.code());
+        write_varint(&mut self.buf, digits.len() as u64);
+        self.buf.extend_from_slice(digits);
+    }
+
+    /// A float, as 4 bytes when that is exact (and not NaN), else 8.
+    #[inline]
+    pub fn float(&mut self, v: f64) {
+        let narrow = v as f32;
+        if !v.is_nan() && f64::from(narrow).to_bits() == v.to_bits() {
+            self.byte(Tag::Float32.code());
+            self.buf.extend_from_slice(&narrow.to_le_bytes());
+        } else {
+            self.byte(Tag::Float64.code());
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// A complex number.
+    pub fn complex(&mut self, re: f64, im: f64) {
+        self.byte(Tag::Complex.code());
+        self.buf.extend_from_slice(&re.to_le_bytes());
+        self.buf.extend_from_slice(&im.to_le_bytes());
+    }
+
+    /// A str given as strict UTF-8.
+    #[inline]
+    pub fn str(&mut self, utf8: &[u8]) {
+        self.counted(Tag::ShortStr, tag::SHORT_STR_MAX, Tag::Str, utf8.len());
+        self.buf.extend_from_slice(utf8);
+    }
+
+    /// A str holding surrogates, as UTF-8 that also encodes surrogate code points.
+    pub fn str_surrogates(&mut self, bytes: &[u8]) {
+        self.byte(Tag::StrSurrogates.code());
+        write_varint(&mut self.buf, bytes.len() as u64);
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// A bytes object.
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.byte(Tag::Bytes.code());
+        write_varint(&mut self.buf, b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+
+    /// A bytearray.
+    pub fn bytearray(&mut self, b: &[u8]) {
+        self.byte(Tag::ByteArray.code());
+        write_varint(&mut self.buf, b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+
+    /// The start of a list of `n` values.
+    #[inline]
+    pub fn list_header(&mut self, n: usize) {
+        self.counted(Tag::ShortList, tag::SHORT_SEQ_MAX, Tag::List, n);
+    }
+
+    /// The start of a tuple of `n` values.
+    #[inline]
+    pub fn tuple_header(&mut self, n: usize) {
+        self.counted(Tag::ShortTuple, tag::SHORT_SEQ_MAX, Tag::Tuple, n);
+    }
+
+    /// The start of a dict of `n` pairs.
+    #[inline]
+    pub fn dict_header(&mut self, n: usize) {
+        self.counted(Tag::ShortDict, tag::SHORT_DICT_MAX, Tag::Dict, n);
+    }
+
+    /// The start of a set (or frozenset) of `n` elements.
+    pub fn set_header(&mut self, n: usize, frozen: bool) {
+        self.byte(if frozen { Tag::FrozenSet } else { Tag::Set }.code());
+        write_varint(&mut self.buf, n as u64);
+    }
+
+    /// A reference to the value whose tag is at body offset `target`; marks that tag tracked.
+    #[inline]
+    pub fn reference(&mut self, target: usize) {
+        if let Some(t) = self.buf.get_mut(HEADER_LEN + target) {
+            *t |= TRACKED;
+        }
+        self.byte(Tag::Ref.code());
+        write_varint(&mut self.buf, target as u64);
+    }
+
+    /// The `SUPERSEDE` prefix: the next value is dropped in favour of the `REF` after it.
+    pub fn supersede(&mut self) {
+        self.byte(Tag::Supersede.code());
+    }
+}
+
+/// Strips redundant sign-extension bytes from two's complement little-endian digits.
+fn minimal_twos_complement(mut digits: &[u8]) -> &[u8] {
+    while let [rest @ .., next, last] = digits {
+        let redundant = (*last == 0x00 && next & 0x80 == 0) || (*last == 0xFF && next & 0x80 != 0);
+        if !redundant {
+            break;
+        }
+        digits = &digits[..rest.len() + 1];
+    }
+    digits
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Entry {
+    /// Fully written at this body offset: later meetings become a `REF` to it.
+    Written(usize),
+    /// An immutable container being written; `level` counts nested re-entries of it.
+    Building { level: u32 },
+}
+
+/// What to do when meeting an immutable container (tuple, frozenset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImmutableStart {
+    /// Already written: write a `REF` to this body offset instead.
+    Ref(usize),
+    /// Write it; pass this token to [`RefTracker::end_immutable`].
+    Write(ImmutableToken),
+    /// A cycle through this object was just discovered: stop this pass and encode again
+    /// (after [`RefTracker::reset`] with `keep_cycles`).
+    Restart,
+}
+
+/// Bookkeeping for one write of an immutable container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImmutableToken {
+    level: u32,
+    superseded: bool,
+    cyclic: bool,
+    start: usize,
+}
+
+/// The identity memo of one encode. Identities are caller-chosen `usize` keys (a pointer).
+///
+/// A cycle through a tuple only shows when the encoder meets the tuple again while writing
+/// it. The pass then stops ([`ImmutableStart::Restart`]) and the next pass knows the tuple is
+/// cyclic: it wraps the outer writes in `SUPERSEDE`, and inside them it tracks every object,
+/// including those a caller would skip as unshared (see [`RefTracker::track_everything`]),
+/// because the elements of a re-entered tuple are met twice. A pass that finds the nesting
+/// deeper than it assumed asks for one more ([`RefTracker::needs_rerun`]).
+#[derive(Debug, Default)]
+pub struct RefTracker {
+    memo: FxHashMap<usize, Entry>,
+    /// For a cyclic immutable: its writes at nesting levels below this value are superseded.
+    superseded_below: FxHashMap<usize, u32>,
+    /// How many writes of cyclic immutables are open.
+    inside_cyclic: u32,
+    rerun: bool,
+}
+
+impl RefTracker {
+    /// A tracker with nothing seen.
+    pub fn new() -> Self {
+        RefTracker::default()
+    }
+
+    /// Forgets the objects written (for a new pass or a new payload) but keeps what it learned
+    /// about cyclic immutables when `keep_cycles` is set.
+    pub fn reset(&mut self, keep_cycles: bool) {
+        self.memo.clear();
+        self.rerun = false;
+        self.inside_cyclic = 0;
+        if !keep_cycles {
+            self.superseded_below.clear();
+        }
+    }
+
+    /// Whether this pass met a cycle through an immutable it did not expect: the output is
+    /// not valid and the caller must encode again (after `reset(true)`).
+    pub fn needs_rerun(&self) -> bool {
+        self.rerun
+    }
+
+    /// Whether the caller must track every object, even those it knows to be unshared
+    /// (inside the write of a cyclic immutable, whose elements are met more than once).
+    #[inline]
+    pub fn track_everything(&self) -> bool {
+        self.inside_cyclic > 0
+    }
+
+    /// For a scalar or a mutable container about to be written at `pos`: the offset of its
+    /// earlier occurrence, or `None` after recording this one.
+    #[inline]
+    pub fn seen_or_record(&mut self, id: usize, pos: usize) -> Option<usize> {
+        match self.memo.entry(id) {
+            std::collections::hash_map::Entry::Occupied(e) => match *e.get() {
+                Entry::Written(offset) => Some(offset),
+                Entry::Building { .. } => None,
+            },
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(Entry::Written(pos));
+                None
+            }
+        }
+    }
+
+    /// Called when meeting an immutable container; may write the `SUPERSEDE` prefix.
+    #[inline]
+    pub fn begin_immutable(&mut self, id: usize, writer: &mut Writer) -> ImmutableStart {
+        let level = match self.memo.get(&id) {
+            Some(Entry::Written(offset)) => return ImmutableStart::Ref(*offset),
+            Some(Entry::Building { level }) => level + 1,
+            None => 0,
+        };
+        let below = self.superseded_below.get(&id).copied();
+        if level > 0 && below.is_none() {
+            // Met again while being written: the outer write (level 0) is superseded.
+            self.superseded_below.insert(id, 1);
+            return ImmutableStart::Restart;
+        }
+        let cyclic = below.is_some();
+        let superseded = below.is_some_and(|below| level < below);
+        self.inside_cyclic += u32::from(cyclic);
+        if superseded {
+            writer.supersede();
+        }
+        let start = writer.body_pos();
+        self.memo.insert(id, Entry::Building { level });
+        ImmutableStart::Write(ImmutableToken {
+            level,
+            superseded,
+            cyclic,
+            start,
+        })
+    }
+
+    /// Called after the container's elements are written.
+    #[inline]
+    pub fn end_immutable(&mut self, id: usize, token: ImmutableToken, writer: &mut Writer) {
+        self.inside_cyclic -= u32::from(token.cyclic);
+        match self.memo.get(&id) {
+            Some(Entry::Building { level }) if *level == token.level => {
+                self.memo.insert(id, Entry::Written(token.start));
+            }
+            Some(Entry::Written(real)) => {
+                // A nested write of this same object finished first and is the real one.
+                if token.superseded {
+                    let real = *real;
+                    writer.reference(real);
+                } else {
+                    let below = self.superseded_below.entry(id).or_insert(0);
+                    *below = (*below).max(token.level + 1);
+                    self.rerun = true;
+                }
+            }
+            _ => self.rerun = true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bigint_digits_are_trimmed_to_minimal() {
+        assert_eq!(minimal_twos_complement(&[0x80, 0x00, 0x00]), &[0x80, 0x00]);
+        assert_eq!(minimal_twos_complement(&[0x80, 0xFF, 0xFF]), &[0x80]);
+        assert_eq!(minimal_twos_complement(&[0x7F, 0xFF]), &[0x7F, 0xFF]);
+        assert_eq!(minimal_twos_complement(&[0x00]), &[0x00]);
+    }
+
+    #[test]
+    fn floats_pick_the_narrow_form_only_when_exact() {
+        let mut w = Writer::default();
+        w.float(1.5);
+        w.float(0.1);
+        w.float(f64::NAN);
+        let body = &w.as_bytes()[HEADER_LEN..];
+        assert_eq!(body[0], Tag::Float32.code());
+        assert_eq!(body[5], Tag::Float64.code());
+        assert_eq!(body[14], Tag::Float64.code());
+    }
+}

@@ -1,0 +1,165 @@
+//! Decode errors: one enum of kinds, always with the byte offset where the problem is.
+
+use std::fmt;
+
+/// What was wrong with the input. The snake_case name ([`ErrorKind::name`]) is the `kind`
+/// attribute of Python's `DecodeError` and the `error` field of `spec/vectors/errors.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The input does not start with the amber magic bytes.
+    BadMagic,
+    /// The header's version is not one this decoder reads.
+    UnsupportedVersion,
+    /// A header flag names a feature this decoder does not implement.
+    UnsupportedFeature,
+    /// The input ends in the middle of a value.
+    Truncated,
+    /// Bytes follow the root value.
+    TrailingBytes,
+    /// A reserved tag byte.
+    UnknownTag,
+    /// A varint with a redundant final zero byte.
+    OverlongVarint,
+    /// A varint longer than 10 bytes or above 2^64-1.
+    VarintOverflow,
+    /// A string's bytes are not valid UTF-8 (or, for `STR_SURROGATES`, UTF-8 with surrogates).
+    InvalidUtf8,
+    /// A `BIGINT` that is not minimal or that fits in an i64.
+    NoncanonicalInt,
+    /// A container declares more elements than the input has bytes left.
+    LengthTooLarge,
+    /// Containers nest deeper than `max_depth`.
+    DepthLimit,
+    /// The decode would allocate more than `max_alloc` bytes.
+    AllocLimit,
+    /// Too many keys with one hash, or too much work hashing keys.
+    HashLimit,
+    /// A `REF` that does not point back at the start of a tracked value.
+    BadReference,
+    /// A `REF` to a tuple or frozenset that is still being built.
+    IncompleteReference,
+    /// A `SUPERSEDE` whose second part is not a `REF`.
+    SupersedeWithoutRef,
+    /// A dict key or set element that cannot be hashed.
+    Unhashable,
+    /// A dict key equal to an earlier key of the same dict.
+    DuplicateKey,
+    /// A set element equal to an earlier element of the same set.
+    DuplicateElement,
+    /// The host (e.g. Python) failed to build a value; details are kept by the builder.
+    Host,
+}
+
+impl ErrorKind {
+    /// Every kind, for tables and tests.
+    pub const ALL: [ErrorKind; 21] = [
+        ErrorKind::BadMagic,
+        ErrorKind::UnsupportedVersion,
+        ErrorKind::UnsupportedFeature,
+        ErrorKind::Truncated,
+        ErrorKind::TrailingBytes,
+        ErrorKind::UnknownTag,
+        ErrorKind::OverlongVarint,
+        ErrorKind::VarintOverflow,
+        ErrorKind::InvalidUtf8,
+        ErrorKind::NoncanonicalInt,
+        ErrorKind::LengthTooLarge,
+        ErrorKind::DepthLimit,
+        ErrorKind::AllocLimit,
+        ErrorKind::HashLimit,
+        ErrorKind::BadReference,
+        ErrorKind::IncompleteReference,
+        ErrorKind::SupersedeWithoutRef,
+        ErrorKind::Unhashable,
+        ErrorKind::DuplicateKey,
+        ErrorKind::DuplicateElement,
+        ErrorKind::Host,
+    ];
+
+    /// The snake_case name used by the spec, the vectors and Python.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ErrorKind::BadMagic => "bad_magic",
+            ErrorKind::UnsupportedVersion => "unsupported_version",
+            ErrorKind::UnsupportedFeature => "unsupported_feature",
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::TrailingBytes => "trailing_bytes",
+            ErrorKind::UnknownTag => "unknown_tag",
+            ErrorKind::OverlongVarint => "overlong_varint",
+            ErrorKind::VarintOverflow => "varint_overflow",
+            ErrorKind::InvalidUtf8 => "invalid_utf8",
+            ErrorKind::NoncanonicalInt => "noncanonical_int",
+            ErrorKind::LengthTooLarge => "length_too_large",
+            ErrorKind::DepthLimit => "depth_limit",
+            ErrorKind::AllocLimit => "alloc_limit",
+            ErrorKind::HashLimit => "hash_limit",
+            ErrorKind::BadReference => "bad_reference",
+            ErrorKind::IncompleteReference => "incomplete_reference",
+            ErrorKind::SupersedeWithoutRef => "supersede_without_ref",
+            ErrorKind::Unhashable => "unhashable",
+            ErrorKind::DuplicateKey => "duplicate_key",
+            ErrorKind::DuplicateElement => "duplicate_element",
+            ErrorKind::Host => "host",
+        }
+    }
+
+    /// Whether the kind is a configurable limit rather than malformed input.
+    pub const fn is_limit(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::DepthLimit | ErrorKind::AllocLimit | ErrorKind::HashLimit
+        )
+    }
+}
+
+/// A decode failure: what, where (absolute offset in the input) and a human detail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// What was wrong.
+    pub kind: ErrorKind,
+    /// Absolute byte offset in the input given to the decoder.
+    pub offset: usize,
+    /// A sentence for people: what was expected and found.
+    pub detail: String,
+}
+
+impl DecodeError {
+    /// An error of `kind` at `offset` with a human `detail`.
+    pub fn new(kind: ErrorKind, offset: usize, detail: impl Into<String>) -> Self {
+        DecodeError {
+            kind,
+            offset,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} at byte {} ({})",
+            self.detail,
+            self.offset,
+            self.kind.name()
+        )
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// What a [`crate::decode::Builder`] reports when it cannot add a value; the decoder adds the
+/// offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildError {
+    /// The key or element cannot be hashed.
+    Unhashable,
+    /// The key or element equals an earlier one in the same container.
+    Duplicate,
+    /// Hash-flooding defence tripped.
+    HashLimit,
+    /// String bytes are not valid for the string kind.
+    InvalidUtf8,
+    /// The host failed for its own reasons (e.g. out of memory); the builder keeps the detail.
+    Host,
+}

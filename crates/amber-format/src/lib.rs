@@ -1,0 +1,22 @@
+//! The amber wire format, without Python: tags, varints, header, limits, errors, a
+//! [`encode::Writer`] with an identity tracker, and a [`decode::decode`] driver generic over
+//! a [`decode::Builder`]. `spec/format.md` is the normative description; this crate is the
+//! reference implementation the Python extension is built on.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod decode;
+pub mod encode;
+pub mod error;
+pub mod header;
+pub mod limits;
+pub mod model;
+pub mod tag;
+pub mod varint;
+
+pub use decode::{decode, Builder};
+pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Writer};
+pub use error::{BuildError, DecodeError, ErrorKind};
+pub use limits::Limits;
+pub use tag::Tag;

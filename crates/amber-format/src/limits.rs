@@ -1,0 +1,78 @@
+//! Decoder limits and the allocation estimate that enforces them.
+
+/// Default nesting limit, for decoding and encoding alike.
+pub const DEFAULT_MAX_DEPTH: u32 = 1000;
+/// No caller may raise the nesting limit above this: each level costs native stack.
+pub const HARD_MAX_DEPTH: u32 = 10_000;
+/// Default allocation budget: this many estimated bytes per input byte ...
+pub const DEFAULT_ALLOC_PER_INPUT_BYTE: u64 = 256;
+/// ... plus this much, so that tiny payloads can still build a few objects.
+pub const DEFAULT_ALLOC_BASE: u64 = 1 << 20;
+
+/// What one decode may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Deepest nesting of containers (the root container is depth 1).
+    pub max_depth: u32,
+    /// Most estimated bytes the decode may allocate; `None` means the default for the input.
+    pub max_alloc: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_alloc: None,
+        }
+    }
+}
+
+impl Limits {
+    /// The allocation budget for an input of `input_len` bytes.
+    pub fn alloc_budget(&self, input_len: usize) -> u64 {
+        self.max_alloc.unwrap_or_else(|| {
+            (input_len as u64)
+                .saturating_mul(DEFAULT_ALLOC_PER_INPUT_BYTE)
+                .saturating_add(DEFAULT_ALLOC_BASE)
+        })
+    }
+}
+
+/// Estimated bytes each object costs, from CPython 3.11 object sizes on 64-bit builds
+/// (header, GC header where the type has one, items). Estimates err on the high side.
+pub mod cost {
+    /// int, float, complex, and the slot a tracked value takes in the reference table.
+    pub const SCALAR: u64 = 32;
+    /// A str of `n` UTF-8 bytes: at worst 4 bytes per code unit (UCS-4) plus the header.
+    pub const fn str(n: u64) -> u64 {
+        80 + 4 * n
+    }
+    /// A bytes object of `n` bytes.
+    pub const fn bytes(n: u64) -> u64 {
+        40 + n
+    }
+    /// A bytearray of `n` bytes.
+    pub const fn bytearray(n: u64) -> u64 {
+        64 + n
+    }
+    /// An int from `n` bytes of two's complement (30-bit digits in 32-bit words).
+    pub const fn bigint(n: u64) -> u64 {
+        40 + 2 * n
+    }
+    /// A list of `n` items.
+    pub const fn list(n: u64) -> u64 {
+        72 + 8 * n
+    }
+    /// A tuple of `n` items.
+    pub const fn tuple(n: u64) -> u64 {
+        56 + 8 * n
+    }
+    /// A dict of `n` pairs (hash table sized for growth).
+    pub const fn dict(n: u64) -> u64 {
+        240 + 48 * n
+    }
+    /// A set or frozenset of `n` elements (table kept at most 60% full).
+    pub const fn set(n: u64) -> u64 {
+        232 + 48 * n
+    }
+}

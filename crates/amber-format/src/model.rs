@@ -1,0 +1,526 @@
+//! A host-neutral object graph: what the vectors describe, what the fuzzer decodes into, and
+//! a second encoder that checks the spec's encoding rules without Python.
+//!
+//! Nodes live in an arena; a [`NodeId`] used in two places is one shared object.
+
+use crate::decode::{decode, Builder};
+use crate::encode::{ImmutableStart, RefTracker, Writer};
+use crate::error::{BuildError, DecodeError};
+use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
+
+/// Index of a node in a [`Graph`].
+pub type NodeId = usize;
+
+/// One object.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// `None`.
+    None,
+    /// `True` / `False`.
+    Bool(bool),
+    /// An int in the i64 range.
+    Int(i64),
+    /// An int outside the i64 range: minimal two's complement little-endian.
+    BigInt(Vec<u8>),
+    /// A float, by bit pattern.
+    Float(u64),
+    /// A complex number, by the bit patterns of its parts.
+    Complex(u64, u64),
+    /// A str without surrogates.
+    Str(String),
+    /// A str with surrogates, as code points.
+    StrSurrogates(Vec<u32>),
+    /// bytes.
+    Bytes(Vec<u8>),
+    /// bytearray.
+    ByteArray(Vec<u8>),
+    /// list.
+    List(Vec<NodeId>),
+    /// tuple.
+    Tuple(Vec<NodeId>),
+    /// dict, in insertion order.
+    Dict(Vec<(NodeId, NodeId)>),
+    /// set, in written order.
+    Set(Vec<NodeId>),
+    /// frozenset, in written order.
+    FrozenSet(Vec<NodeId>),
+}
+
+/// An object graph with a root.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Graph {
+    /// The arena.
+    pub nodes: Vec<Node>,
+    /// The root object.
+    pub root: NodeId,
+}
+
+impl Graph {
+    /// Adds a node and returns its id.
+    pub fn add(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        self.nodes.len() - 1
+    }
+
+    /// Decodes a payload into a graph.
+    pub fn decode(data: &[u8], limits: &Limits) -> Result<Graph, DecodeError> {
+        let mut builder = GraphBuilder::default();
+        let root = decode(data, limits, &mut builder)?;
+        Ok(Graph {
+            nodes: builder.nodes,
+            root,
+        })
+    }
+
+    /// Encodes the graph as the reference encoder does; `refs` false writes shared nodes
+    /// every time (a cycle then fails with the path's length as the error).
+    pub fn encode(&self, refs: bool) -> Result<Vec<u8>, String> {
+        let mut tracker = RefTracker::new();
+        let mut writer = Writer::default();
+        loop {
+            let mut pass = GraphEncoder {
+                graph: self,
+                writer: &mut writer,
+                tracker: refs.then_some(&mut tracker),
+                depth: 0,
+            };
+            match pass.node(self.root) {
+                Err(Pass::Restart) => {}
+                Err(Pass::Failed(message)) => return Err(message),
+                Ok(()) if !tracker.needs_rerun() => return Ok(writer.into_bytes()),
+                Ok(()) => {}
+            }
+            tracker.reset(true);
+            writer.reset();
+        }
+    }
+
+    fn node(&self, id: NodeId) -> Result<&Node, String> {
+        self.nodes
+            .get(id)
+            .ok_or_else(|| format!("node {id} does not exist"))
+    }
+
+    /// Checks that `other` is the same graph: same kinds and values at every node, same
+    /// sharing (a bijection between the two graphs' trackable nodes).
+    pub fn same_as(&self, other: &Graph) -> Result<(), String> {
+        let mut forward: Vec<Option<NodeId>> = vec![None; self.nodes.len()];
+        let mut backward: Vec<Option<NodeId>> = vec![None; other.nodes.len()];
+        let mut stack = vec![(self.root, other.root, String::from("root"))];
+        while let Some((a, b, path)) = stack.pop() {
+            let (na, nb) = (self.node(a)?, other.node(b)?);
+            if is_identity_bearing(na) {
+                match (
+                    forward.get(a).copied().flatten(),
+                    backward.get(b).copied().flatten(),
+                ) {
+                    (Some(fa), _) if fa == b => continue,
+                    (None, None) => {
+                        forward[a] = Some(b);
+                        backward[b] = Some(a);
+                    }
+                    _ => return Err(format!("{path}: sharing differs")),
+                }
+            }
+            let pairs: Vec<(NodeId, NodeId, String)> = match (na, nb) {
+                (Node::List(x), Node::List(y))
+                | (Node::Tuple(x), Node::Tuple(y))
+                | (Node::Set(x), Node::Set(y))
+                | (Node::FrozenSet(x), Node::FrozenSet(y)) => {
+                    if x.len() != y.len() {
+                        return Err(format!("{path}: length {} != {}", x.len(), y.len()));
+                    }
+                    x.iter()
+                        .zip(y)
+                        .enumerate()
+                        .map(|(i, (&p, &q))| (p, q, format!("{path}[{i}]")))
+                        .collect()
+                }
+                (Node::Dict(x), Node::Dict(y)) => {
+                    if x.len() != y.len() {
+                        return Err(format!("{path}: length {} != {}", x.len(), y.len()));
+                    }
+                    x.iter()
+                        .zip(y)
+                        .enumerate()
+                        .flat_map(|(i, (&(k1, v1), &(k2, v2)))| {
+                            [
+                                (k1, k2, format!("{path}<key {i}>")),
+                                (v1, v2, format!("{path}[value {i}]")),
+                            ]
+                        })
+                        .collect()
+                }
+                _ if na == nb => Vec::new(),
+                _ => return Err(format!("{path}: {na:?} != {nb:?}")),
+            };
+            stack.extend(pairs);
+        }
+        Ok(())
+    }
+}
+
+/// Whether two occurrences of the node must stay one object after a round trip.
+fn is_identity_bearing(node: &Node) -> bool {
+    match node {
+        Node::List(_) | Node::Dict(_) | Node::Set(_) | Node::ByteArray(_) => true,
+        Node::Tuple(items) | Node::FrozenSet(items) => !items.is_empty(),
+        _ => false,
+    }
+}
+
+#[derive(Default)]
+struct GraphBuilder {
+    nodes: Vec<Node>,
+    /// Memo of hashability for tuples, by node.
+    hashable: Vec<Option<bool>>,
+}
+
+impl GraphBuilder {
+    fn add(&mut self, node: Node) -> Result<NodeId, BuildError> {
+        self.nodes.push(node);
+        self.hashable.push(None);
+        Ok(self.nodes.len() - 1)
+    }
+
+    fn push_child(&mut self, parent: NodeId, child: NodeId) {
+        match self.nodes.get_mut(parent) {
+            Some(Node::List(v) | Node::Tuple(v) | Node::Set(v) | Node::FrozenSet(v)) => {
+                v.push(child)
+            }
+            _ => debug_assert!(false, "push_child on a non-sequence"),
+        }
+    }
+
+    /// Python's hashability, by kind: tuples are hashable when all their items are.
+    fn is_hashable(&mut self, id: NodeId) -> bool {
+        let mut pending = vec![id];
+        while let Some(&top) = pending.last() {
+            if let Some(Some(known)) = self.hashable.get(top) {
+                let _ = known;
+                pending.pop();
+                continue;
+            }
+            let verdict = match self.nodes.get(top) {
+                Some(Node::List(_) | Node::Dict(_) | Node::Set(_) | Node::ByteArray(_)) | None => {
+                    Some(false)
+                }
+                Some(Node::Tuple(items)) => {
+                    let unknown: Vec<NodeId> = items
+                        .iter()
+                        .copied()
+                        .filter(|&i| matches!(self.hashable.get(i), Some(None)))
+                        .collect();
+                    if unknown.is_empty() {
+                        Some(
+                            items
+                                .iter()
+                                .all(|&i| self.hashable.get(i) == Some(&Some(true))),
+                        )
+                    } else {
+                        pending.extend(unknown);
+                        None
+                    }
+                }
+                Some(_) => Some(true),
+            };
+            if let Some(v) = verdict {
+                if let Some(slot) = self.hashable.get_mut(top) {
+                    *slot = Some(v);
+                }
+                pending.pop();
+            }
+        }
+        self.hashable.get(id) == Some(&Some(true))
+    }
+}
+
+impl Builder for GraphBuilder {
+    type Obj = NodeId;
+
+    fn none(&mut self) -> Result<NodeId, BuildError> {
+        self.add(Node::None)
+    }
+    fn bool(&mut self, v: bool) -> Result<NodeId, BuildError> {
+        self.add(Node::Bool(v))
+    }
+    fn int(&mut self, v: i64) -> Result<NodeId, BuildError> {
+        self.add(Node::Int(v))
+    }
+    fn bigint(&mut self, twos_le: &[u8]) -> Result<NodeId, BuildError> {
+        self.add(Node::BigInt(twos_le.to_vec()))
+    }
+    fn float(&mut self, v: f64) -> Result<NodeId, BuildError> {
+        self.add(Node::Float(v.to_bits()))
+    }
+    fn complex(&mut self, re: f64, im: f64) -> Result<NodeId, BuildError> {
+        self.add(Node::Complex(re.to_bits(), im.to_bits()))
+    }
+    fn str(&mut self, utf8: &[u8]) -> Result<NodeId, BuildError> {
+        let s = std::str::from_utf8(utf8).map_err(|_| BuildError::InvalidUtf8)?;
+        self.add(Node::Str(s.to_owned()))
+    }
+    fn str_surrogates(&mut self, bytes: &[u8]) -> Result<NodeId, BuildError> {
+        let points = decode_utf8_with_surrogates(bytes).ok_or(BuildError::InvalidUtf8)?;
+        self.add(Node::StrSurrogates(points))
+    }
+    fn bytes(&mut self, b: &[u8]) -> Result<NodeId, BuildError> {
+        self.add(Node::Bytes(b.to_vec()))
+    }
+    fn bytearray(&mut self, b: &[u8]) -> Result<NodeId, BuildError> {
+        self.add(Node::ByteArray(b.to_vec()))
+    }
+    fn list(&mut self, len: usize) -> Result<NodeId, BuildError> {
+        self.add(Node::List(Vec::with_capacity(len)))
+    }
+    fn list_set(&mut self, list: &NodeId, _index: usize, item: NodeId) {
+        self.push_child(*list, item);
+    }
+    fn tuple(&mut self, len: usize) -> Result<NodeId, BuildError> {
+        self.add(Node::Tuple(Vec::with_capacity(len)))
+    }
+    fn tuple_set(&mut self, tuple: &NodeId, _index: usize, item: NodeId) {
+        self.push_child(*tuple, item);
+    }
+    fn dict(&mut self, len: usize) -> Result<NodeId, BuildError> {
+        self.add(Node::Dict(Vec::with_capacity(len)))
+    }
+    fn dict_insert(&mut self, dict: &NodeId, key: NodeId, value: NodeId) -> Result<(), BuildError> {
+        if !self.is_hashable(key) {
+            return Err(BuildError::Unhashable);
+        }
+        if let Some(Node::Dict(pairs)) = self.nodes.get_mut(*dict) {
+            pairs.push((key, value));
+        }
+        Ok(())
+    }
+    fn set(&mut self, len: usize, frozen: bool) -> Result<NodeId, BuildError> {
+        let items = Vec::with_capacity(len);
+        self.add(if frozen {
+            Node::FrozenSet(items)
+        } else {
+            Node::Set(items)
+        })
+    }
+    fn set_add(&mut self, set: &NodeId, item: NodeId) -> Result<(), BuildError> {
+        if !self.is_hashable(item) {
+            return Err(BuildError::Unhashable);
+        }
+        self.push_child(*set, item);
+        Ok(())
+    }
+}
+
+/// Decodes UTF-8 in which surrogate code points (U+D800-U+DFFF) may also appear as 3-byte
+/// sequences, as Python's `surrogatepass` does. `None` if the bytes are not of that form.
+pub fn decode_utf8_with_surrogates(bytes: &[u8]) -> Option<Vec<u32>> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&lead) = bytes.get(i) {
+        let (len, min, init) = match lead {
+            0x00..=0x7F => (1, 0, u32::from(lead)),
+            0xC2..=0xDF => (2, 0x80, u32::from(lead & 0x1F)),
+            0xE0..=0xEF => (3, 0x800, u32::from(lead & 0x0F)),
+            0xF0..=0xF4 => (4, 0x10000, u32::from(lead & 0x07)),
+            _ => return None,
+        };
+        let mut cp = init;
+        for k in 1..len {
+            let cont = *bytes.get(i + k)?;
+            if cont & 0xC0 != 0x80 {
+                return None;
+            }
+            cp = (cp << 6) | u32::from(cont & 0x3F);
+        }
+        if cp < min || cp > 0x10FFFF {
+            return None;
+        }
+        out.push(cp);
+        i += len;
+    }
+    Some(out)
+}
+
+/// Encodes code points (surrogates allowed) the way `decode_utf8_with_surrogates` reads them.
+pub fn encode_utf8_with_surrogates(points: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(points.len());
+    for &cp in points {
+        match cp {
+            0..=0x7F => out.push(cp as u8),
+            0x80..=0x7FF => out.extend([0xC0 | (cp >> 6) as u8, 0x80 | (cp & 0x3F) as u8]),
+            0x800..=0xFFFF => out.extend([
+                0xE0 | (cp >> 12) as u8,
+                0x80 | ((cp >> 6) & 0x3F) as u8,
+                0x80 | (cp & 0x3F) as u8,
+            ]),
+            _ => out.extend([
+                0xF0 | (cp >> 18) as u8,
+                0x80 | ((cp >> 12) & 0x3F) as u8,
+                0x80 | ((cp >> 6) & 0x3F) as u8,
+                0x80 | (cp & 0x3F) as u8,
+            ]),
+        }
+    }
+    out
+}
+
+/// Why an encoding pass stopped early.
+enum Pass {
+    /// A cycle through an immutable was found: encode again.
+    Restart,
+    /// The graph cannot be encoded.
+    Failed(String),
+}
+
+impl From<String> for Pass {
+    fn from(message: String) -> Self {
+        Pass::Failed(message)
+    }
+}
+
+struct GraphEncoder<'g, 'w> {
+    graph: &'g Graph,
+    writer: &'w mut Writer,
+    tracker: Option<&'w mut RefTracker>,
+    depth: u32,
+}
+
+impl GraphEncoder<'_, '_> {
+    fn node(&mut self, id: NodeId) -> Result<(), Pass> {
+        let graph = self.graph;
+        let node = graph.node(id)?;
+        let trackable = match node {
+            Node::None | Node::Bool(_) => false,
+            Node::Int(v) => !Writer::is_small_int(*v),
+            Node::Str(s) => !s.is_empty(),
+            Node::Bytes(b) => !b.is_empty(),
+            Node::Tuple(items) => !items.is_empty(),
+            _ => true,
+        };
+        let immutable_container = matches!(node, Node::Tuple(_) | Node::FrozenSet(_));
+        let mut token = None;
+        if let (true, Some(tracker)) = (trackable, self.tracker.as_deref_mut()) {
+            if immutable_container {
+                match tracker.begin_immutable(id, self.writer) {
+                    ImmutableStart::Ref(offset) => {
+                        self.writer.reference(offset);
+                        return Ok(());
+                    }
+                    ImmutableStart::Write(t) => token = Some(t),
+                    ImmutableStart::Restart => return Err(Pass::Restart),
+                }
+            } else if let Some(offset) = tracker.seen_or_record(id, self.writer.body_pos()) {
+                self.writer.reference(offset);
+                return Ok(());
+            }
+        }
+        match node {
+            Node::None => self.writer.none(),
+            Node::Bool(v) => self.writer.bool(*v),
+            Node::Int(v) => self.writer.int(*v),
+            Node::BigInt(digits) => self.writer.bigint(digits),
+            Node::Float(bits) => self.writer.float(f64::from_bits(*bits)),
+            Node::Complex(re, im) => self
+                .writer
+                .complex(f64::from_bits(*re), f64::from_bits(*im)),
+            Node::Str(s) => self.writer.str(s.as_bytes()),
+            Node::StrSurrogates(points) => self
+                .writer
+                .str_surrogates(&encode_utf8_with_surrogates(points)),
+            Node::Bytes(b) => self.writer.bytes(b),
+            Node::ByteArray(b) => self.writer.bytearray(b),
+            Node::List(items) | Node::Tuple(items) | Node::Set(items) | Node::FrozenSet(items) => {
+                self.enter()?;
+                match node {
+                    Node::List(_) => self.writer.list_header(items.len()),
+                    Node::Tuple(_) => self.writer.tuple_header(items.len()),
+                    Node::Set(_) => self.writer.set_header(items.len(), false),
+                    _ => self.writer.set_header(items.len(), true),
+                }
+                for &item in items {
+                    self.node(item)?;
+                }
+                self.depth -= 1;
+            }
+            Node::Dict(pairs) => {
+                self.enter()?;
+                self.writer.dict_header(pairs.len());
+                for &(k, v) in pairs {
+                    self.node(k)?;
+                    self.node(v)?;
+                }
+                self.depth -= 1;
+            }
+        }
+        if let (Some(t), Some(tracker)) = (token, self.tracker.as_deref_mut()) {
+            tracker.end_immutable(id, t, self.writer);
+        }
+        Ok(())
+    }
+
+    fn enter(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > DEFAULT_MAX_DEPTH {
+            return Err(format!(
+                "nesting deeper than {DEFAULT_MAX_DEPTH} (or a cycle with refs off)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuple_cycle_is_wrapped_in_supersede() {
+        // t = ([],); t[0].append(t)
+        let mut g = Graph::default();
+        let list = g.add(Node::List(Vec::new()));
+        let tuple = g.add(Node::Tuple(vec![list]));
+        g.nodes[list] = Node::List(vec![tuple]);
+        g.root = tuple;
+        let bytes = g.encode(true).unwrap();
+        assert_eq!(
+            bytes,
+            [0xAB, 0x41, 0x01, 0x94, 0x5D, 0xD9, 0xDD, 0x93, 0x02, 0x93, 0x03]
+        );
+        let back = Graph::decode(&bytes, &Limits::default()).unwrap();
+        g.same_as(&back).unwrap();
+    }
+
+    #[test]
+    fn doubly_reentered_tuple_round_trips() {
+        // x = (m0, m1) with m0 = [x], m1 = [x]: x is re-entered at two levels.
+        let mut g = Graph::default();
+        let m0 = g.add(Node::List(Vec::new()));
+        let m1 = g.add(Node::List(Vec::new()));
+        let x = g.add(Node::Tuple(vec![m0, m1]));
+        g.nodes[m0] = Node::List(vec![x]);
+        g.nodes[m1] = Node::List(vec![x]);
+        g.root = x;
+        let bytes = g.encode(true).unwrap();
+        let back = Graph::decode(&bytes, &Limits::default()).unwrap();
+        g.same_as(&back).unwrap();
+        assert_eq!(back.encode(true).unwrap(), bytes);
+    }
+
+    #[test]
+    fn refs_off_reports_a_cycle() {
+        let mut g = Graph::default();
+        let list = g.add(Node::List(Vec::new()));
+        g.nodes[list] = Node::List(vec![list]);
+        assert!(g.encode(false).is_err());
+        assert!(g.encode(true).is_ok());
+    }
+
+    #[test]
+    fn surrogate_utf8_round_trips() {
+        let points = vec![0x61, 0xD800, 0x62, 0xDFFF, 0x1F600];
+        let bytes = encode_utf8_with_surrogates(&points);
+        assert_eq!(decode_utf8_with_surrogates(&bytes), Some(points));
+        assert_eq!(decode_utf8_with_surrogates(&[0xC0, 0x80]), None);
+        assert_eq!(decode_utf8_with_surrogates(&[0xF4, 0x90, 0x80, 0x80]), None);
+    }
+}

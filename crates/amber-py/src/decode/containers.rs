@@ -1,0 +1,123 @@
+//! list, tuple, dict, set, frozenset, and the Builder trait wiring.
+
+use amber_format::{BuildError, Builder};
+use pyo3_ffi as ffi;
+
+use super::PyBuilder;
+use crate::object::PyObj;
+
+impl Builder for PyBuilder<'_> {
+    type Obj = PyObj;
+
+    fn none(&mut self) -> Result<PyObj, BuildError> {
+        Ok(self.make_none())
+    }
+    fn bool(&mut self, v: bool) -> Result<PyObj, BuildError> {
+        Ok(self.make_bool(v))
+    }
+    fn int(&mut self, v: i64) -> Result<PyObj, BuildError> {
+        self.make_int(v)
+    }
+    fn bigint(&mut self, twos_le: &[u8]) -> Result<PyObj, BuildError> {
+        self.make_bigint(twos_le)
+    }
+    fn float(&mut self, v: f64) -> Result<PyObj, BuildError> {
+        self.make_float(v)
+    }
+    fn complex(&mut self, re: f64, im: f64) -> Result<PyObj, BuildError> {
+        self.make_complex(re, im)
+    }
+    fn str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
+        self.make_str(utf8, c"strict")
+    }
+    fn str_surrogates(&mut self, bytes: &[u8]) -> Result<PyObj, BuildError> {
+        self.make_str(bytes, c"surrogatepass")
+    }
+    fn bytes(&mut self, b: &[u8]) -> Result<PyObj, BuildError> {
+        self.make_bytes(b)
+    }
+    fn bytearray(&mut self, b: &[u8]) -> Result<PyObj, BuildError> {
+        self.make_bytearray(b)
+    }
+
+    #[inline]
+    fn list(&mut self, len: usize) -> Result<PyObj, BuildError> {
+        // SAFETY: creates a list whose len slots are NULL until list_set fills them in order;
+        // CPython's list code tolerates NULL slots in dealloc and GC traversal.
+        let ptr = unsafe { ffi::PyList_New(len as ffi::Py_ssize_t) };
+        self.own(ptr)
+    }
+
+    #[inline]
+    fn list_set(&mut self, list: &PyObj, index: usize, item: PyObj) {
+        // SAFETY: the decoder calls this once per index in 0..len of a list it created with
+        // that length; SET_ITEM steals the item reference.
+        unsafe { ffi::PyList_SET_ITEM(list.as_ptr(), index as ffi::Py_ssize_t, item.into_ptr()) };
+    }
+
+    #[inline]
+    fn tuple(&mut self, len: usize) -> Result<PyObj, BuildError> {
+        // SAFETY: as for lists; the tuple is not exposed to anything until it is full.
+        let ptr = unsafe { ffi::PyTuple_New(len as ffi::Py_ssize_t) };
+        self.own(ptr)
+    }
+
+    #[inline]
+    fn tuple_set(&mut self, tuple: &PyObj, index: usize, item: PyObj) {
+        // SAFETY: once per index in 0..len of a fresh tuple of that length; steals item.
+        unsafe { ffi::PyTuple_SET_ITEM(tuple.as_ptr(), index as ffi::Py_ssize_t, item.into_ptr()) };
+    }
+
+    #[inline]
+    fn dict(&mut self, _len: usize) -> Result<PyObj, BuildError> {
+        // SAFETY: plain constructor.
+        let ptr = unsafe { ffi::PyDict_New() };
+        self.own(ptr)
+    }
+
+    #[inline]
+    fn dict_insert(&mut self, dict: &PyObj, key: PyObj, value: PyObj) -> Result<(), BuildError> {
+        self.check_key(dict, &key)?;
+        // SAFETY: dict is a dict we created; key was checked hashable (or is a str).
+        let before = unsafe { ffi::PyDict_Size(dict.as_ptr()) };
+        // SAFETY: as above; SetItem takes its own references.
+        if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), value.as_ptr()) } < 0 {
+            return Err(self.host_failure());
+        }
+        // SAFETY: as above.
+        if unsafe { ffi::PyDict_Size(dict.as_ptr()) } == before {
+            return Err(BuildError::Duplicate);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn set(&mut self, _len: usize, frozen: bool) -> Result<PyObj, BuildError> {
+        // SAFETY: plain constructors with no iterable.
+        let ptr = unsafe {
+            if frozen {
+                ffi::PyFrozenSet_New(std::ptr::null_mut())
+            } else {
+                ffi::PySet_New(std::ptr::null_mut())
+            }
+        };
+        self.own(ptr)
+    }
+
+    #[inline]
+    fn set_add(&mut self, set: &PyObj, item: PyObj) -> Result<(), BuildError> {
+        self.check_key(set, &item)?;
+        // SAFETY: set is a set or a brand-new frozenset only the decoder holds (refcount 1,
+        // which PySet_Add requires for frozensets).
+        let before = unsafe { ffi::PySet_Size(set.as_ptr()) };
+        // SAFETY: as above; PySet_Add takes its own reference.
+        if unsafe { ffi::PySet_Add(set.as_ptr(), item.as_ptr()) } < 0 {
+            return Err(self.host_failure());
+        }
+        // SAFETY: as above.
+        if unsafe { ffi::PySet_Size(set.as_ptr()) } == before {
+            return Err(BuildError::Duplicate);
+        }
+        Ok(())
+    }
+}

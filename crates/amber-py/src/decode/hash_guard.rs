@@ -1,0 +1,165 @@
+//! Hash-flooding defence for dict keys and set elements.
+//!
+//! str and bytes hashes are randomized per process, and ints below 2^61 hash to themselves,
+//! so those keys cannot be made to collide and skip the guard entirely. Every other key
+//! (floats, big ints, tuples, frozensets, complex) has a hash anyone can compute, so:
+//! - at most [`MAX_EQUAL_HASHES`] keys of one container may share a hash value, which caps
+//!   the probe chains CPython walks;
+//! - tuples and big ints re-hash their contents every time (no cache), so the total hashing
+//!   work is charged against a budget linear in the input size.
+
+use std::os::raw::c_int;
+
+use amber_format::BuildError;
+use pyo3::prelude::*;
+use pyo3_ffi as ffi;
+use rustc_hash::FxHashMap;
+
+use super::PyBuilder;
+use crate::object::PyObj;
+
+/// Keys of one dict or set that may share a hash value.
+pub const MAX_EQUAL_HASHES: u32 = 64;
+/// Hashing work allowed per input byte, in units of one element hashed ...
+const WORK_PER_INPUT_BYTE: u64 = 64;
+/// ... plus this much for small inputs.
+const WORK_BASE: u64 = 1_000_000;
+/// Ints with a magnitude below this hash to themselves (CPython's modulus is 2^61 - 1).
+const SELF_HASHING_INT: i64 = 1 << 60;
+
+/// Per-decode state of the guard.
+pub struct HashGuard {
+    work: u64,
+    budget: u64,
+    /// (container address, hash) -> keys seen with that hash.
+    equal_hashes: FxHashMap<(usize, ffi::Py_hash_t), u32>,
+    /// Hashing cost of tuples already measured; the reference keeps the address from being
+    /// reused by another tuple during this decode.
+    tuple_weights: FxHashMap<usize, (u64, PyObj)>,
+}
+
+impl HashGuard {
+    pub fn new(input_len: usize) -> Self {
+        HashGuard {
+            work: 0,
+            budget: (input_len as u64)
+                .saturating_mul(WORK_PER_INPUT_BYTE)
+                .saturating_add(WORK_BASE),
+            equal_hashes: FxHashMap::default(),
+            tuple_weights: FxHashMap::default(),
+        }
+    }
+}
+
+impl PyBuilder<'_> {
+    /// Checks a key (or set element) before it goes into `container`.
+    #[inline]
+    pub(super) fn check_key(&mut self, container: &PyObj, key: &PyObj) -> Result<(), BuildError> {
+        let k = key.as_ptr();
+        // SAFETY: k is a live object we hold.
+        let ty = unsafe { ffi::Py_TYPE(k) };
+        let (str_type, bytes_type, int_type) = (
+            &raw mut ffi::PyUnicode_Type,
+            &raw mut ffi::PyBytes_Type,
+            &raw mut ffi::PyLong_Type,
+        );
+        if ty == str_type || ty == bytes_type {
+            return Ok(());
+        }
+        if ty == int_type {
+            let mut overflow: c_int = 0;
+            // SAFETY: k is an exact int; overflow is reported, not raised.
+            let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(k, &mut overflow) };
+            if overflow == 0 && v.unsigned_abs() < SELF_HASHING_INT as u64 {
+                return Ok(());
+            }
+        }
+        self.check_key_slow(container.as_ptr() as usize, key)
+    }
+
+    #[inline(never)]
+    fn check_key_slow(&mut self, container: usize, key: &PyObj) -> Result<(), BuildError> {
+        let weight = self.hash_weight(key)?;
+        let guard = &mut self.guard;
+        guard.work = guard.work.saturating_add(weight);
+        if guard.work > guard.budget {
+            return Err(BuildError::HashLimit);
+        }
+        // SAFETY: key is live; a -1 result with an exception set means it is unhashable.
+        let hash = unsafe { ffi::PyObject_Hash(key.as_ptr()) };
+        if hash == -1 && !unsafe { ffi::PyErr_Occurred() }.is_null() {
+            // SAFETY: an exception is set (checked just above).
+            if unsafe { ffi::PyErr_ExceptionMatches(ffi::PyExc_TypeError) } != 0 {
+                // SAFETY: discarding the TypeError we classified.
+                unsafe { ffi::PyErr_Clear() };
+                return Err(BuildError::Unhashable);
+            }
+            return Err(self.host_failure());
+        }
+        let count = self
+            .guard
+            .equal_hashes
+            .entry((container, hash))
+            .or_insert(0);
+        *count += 1;
+        if *count > MAX_EQUAL_HASHES {
+            return Err(BuildError::HashLimit);
+        }
+        Ok(())
+    }
+
+    /// Roughly how many element hashes hashing `obj` costs (CPython caches str, bytes and
+    /// frozenset hashes but not tuple or int ones).
+    fn hash_weight(&mut self, obj: &PyObj) -> Result<u64, BuildError> {
+        let ptr = obj.as_ptr();
+        // SAFETY: ptr is live; type checks read the type pointer only.
+        let (is_tuple, is_int, is_frozenset) = unsafe {
+            (
+                ffi::PyTuple_CheckExact(ptr) != 0,
+                ffi::PyLong_CheckExact(ptr) != 0,
+                ffi::PyFrozenSet_CheckExact(ptr) != 0,
+            )
+        };
+        if is_tuple {
+            if let Some((weight, _)) = self.guard.tuple_weights.get(&(ptr as usize)) {
+                return Ok(*weight);
+            }
+            // SAFETY: ptr is an exact tuple.
+            let n = unsafe { ffi::PyTuple_GET_SIZE(ptr) };
+            let mut weight: u64 = 1;
+            for i in 0..n {
+                // SAFETY: 0 <= i < len; the tuple is complete (the decoder never hands out
+                // a tuple that is being filled) and holds its items.
+                let item = unsafe { ffi::PyTuple_GET_ITEM(ptr, i) };
+                let Some(item) = std::ptr::NonNull::new(item) else {
+                    return Err(BuildError::Unhashable);
+                };
+                // SAFETY: item is a live object borrowed from the tuple.
+                let item = unsafe { PyObj::from_borrowed(item) };
+                weight = weight.saturating_add(self.hash_weight(&item)?);
+            }
+            self.guard
+                .tuple_weights
+                .insert(ptr as usize, (weight, obj.clone()));
+            return Ok(weight);
+        }
+        if is_int {
+            // SAFETY: ptr is a live int.
+            let int = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+            let bits: u64 = int
+                .call_method0("bit_length")
+                .and_then(|b| b.extract())
+                .map_err(|e| {
+                    self.error = Some(e);
+                    BuildError::Host
+                })?;
+            return Ok(1 + bits / 30);
+        }
+        if is_frozenset {
+            // SAFETY: ptr is a frozenset.
+            let n = unsafe { ffi::PySet_Size(ptr) };
+            return Ok(1 + n.max(0) as u64);
+        }
+        Ok(1)
+    }
+}

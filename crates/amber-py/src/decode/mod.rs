@@ -1,0 +1,69 @@
+//! Python objects from amber bytes: a [`Builder`] for the format crate's decoder, which does
+//! all the checking of the input. This side makes objects and guards dict/set hashing.
+
+mod containers;
+mod hash_guard;
+mod scalars;
+
+use amber_format::{decode, BuildError, DecodeError, Limits};
+use pyo3::prelude::*;
+
+use crate::object::PyObj;
+use hash_guard::HashGuard;
+
+/// Builds Python objects for one decode.
+pub struct PyBuilder<'py> {
+    py: Python<'py>,
+    guard: HashGuard,
+    /// The Python exception behind a [`BuildError::Host`].
+    error: Option<PyErr>,
+}
+
+impl<'py> PyBuilder<'py> {
+    fn new(py: Python<'py>, input_len: usize) -> Self {
+        PyBuilder {
+            py,
+            guard: HashGuard::new(input_len),
+            error: None,
+        }
+    }
+
+    /// Turns a NULL from the C-API into [`BuildError::Host`], keeping the exception.
+    #[inline]
+    fn own(&mut self, ptr: *mut pyo3_ffi::PyObject) -> Result<PyObj, BuildError> {
+        PyObj::from_owned(ptr).ok_or_else(|| self.host_failure())
+    }
+
+    #[cold]
+    fn host_failure(&mut self) -> BuildError {
+        self.error = PyErr::take(self.py);
+        BuildError::Host
+    }
+}
+
+/// What a failed decode raises: a format error, or the Python exception a builder hit.
+pub enum DecodeFailure {
+    /// The input is malformed or over a limit.
+    Format(DecodeError),
+    /// Python failed (e.g. MemoryError).
+    Python(PyErr),
+}
+
+/// Decodes `data` into a new Python object.
+pub fn decode_bytes(
+    py: Python<'_>,
+    data: &[u8],
+    limits: &Limits,
+) -> Result<Py<PyAny>, DecodeFailure> {
+    let mut builder = PyBuilder::new(py, data.len());
+    match decode(data, limits, &mut builder) {
+        // SAFETY: the builder returns an owned reference; ownership moves to the Py handle.
+        Ok(obj) => Ok(unsafe { Bound::from_owned_ptr(py, obj.into_ptr()) }.unbind()),
+        Err(err) => match builder.error.take() {
+            Some(py_err) if err.kind == amber_format::ErrorKind::Host => {
+                Err(DecodeFailure::Python(py_err))
+            }
+            _ => Err(DecodeFailure::Format(err)),
+        },
+    }
+}

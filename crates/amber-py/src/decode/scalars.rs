@@ -1,0 +1,113 @@
+//! None, bool, int, float, complex, str, bytes, bytearray.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use pyo3_ffi as ffi;
+
+use super::PyBuilder;
+use crate::object::PyObj;
+use amber_format::BuildError;
+
+impl PyBuilder<'_> {
+    #[inline]
+    pub(super) fn make_none(&mut self) -> PyObj {
+        // SAFETY: None is immortal-or-static and always live.
+        unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ffi::Py_None())) }
+    }
+
+    #[inline]
+    pub(super) fn make_bool(&mut self, v: bool) -> PyObj {
+        // SAFETY: True and False are static singletons, always live.
+        unsafe {
+            let ptr = if v { ffi::Py_True() } else { ffi::Py_False() };
+            PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ptr))
+        }
+    }
+
+    #[inline]
+    pub(super) fn make_int(&mut self, v: i64) -> Result<PyObj, BuildError> {
+        // SAFETY: plain constructor; NULL only with an exception set.
+        let ptr = unsafe { ffi::PyLong_FromLongLong(v) };
+        self.own(ptr)
+    }
+
+    /// `int.from_bytes` is linear in the number of digits.
+    #[cold]
+    pub(super) fn make_bigint(&mut self, twos_le: &[u8]) -> Result<PyObj, BuildError> {
+        let py = self.py;
+        let built = (|| -> PyResult<Py<PyAny>> {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("signed", true)?;
+            let int_type = py.get_type::<pyo3::types::PyInt>();
+            let value = int_type.call_method(
+                "from_bytes",
+                (PyBytes::new(py, twos_le), "little"),
+                Some(&kwargs),
+            )?;
+            Ok(value.unbind())
+        })();
+        match built {
+            Ok(obj) => self.own(obj.into_ptr()),
+            Err(e) => {
+                self.error = Some(e);
+                Err(BuildError::Host)
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn make_float(&mut self, v: f64) -> Result<PyObj, BuildError> {
+        // SAFETY: plain constructor; NULL only with an exception set.
+        let ptr = unsafe { ffi::PyFloat_FromDouble(v) };
+        self.own(ptr)
+    }
+
+    pub(super) fn make_complex(&mut self, re: f64, im: f64) -> Result<PyObj, BuildError> {
+        // SAFETY: plain constructor; NULL only with an exception set.
+        let ptr = unsafe { ffi::PyComplex_FromDoubles(re, im) };
+        self.own(ptr)
+    }
+
+    #[inline]
+    pub(super) fn make_str(
+        &mut self,
+        utf8: &[u8],
+        errors: &std::ffi::CStr,
+    ) -> Result<PyObj, BuildError> {
+        // SAFETY: utf8 is a valid slice; CPython validates the bytes and copies them.
+        let ptr = unsafe {
+            ffi::PyUnicode_DecodeUTF8(
+                utf8.as_ptr().cast(),
+                utf8.len() as ffi::Py_ssize_t,
+                errors.as_ptr(),
+            )
+        };
+        if ptr.is_null() {
+            // SAFETY: an exception is set; a UnicodeDecodeError means the bytes are invalid.
+            if unsafe { ffi::PyErr_ExceptionMatches(ffi::PyExc_UnicodeDecodeError) } != 0 {
+                // SAFETY: discarding the exception we just classified.
+                unsafe { ffi::PyErr_Clear() };
+                return Err(BuildError::InvalidUtf8);
+            }
+            return Err(self.host_failure());
+        }
+        self.own(ptr)
+    }
+
+    #[inline]
+    pub(super) fn make_bytes(&mut self, b: &[u8]) -> Result<PyObj, BuildError> {
+        // SAFETY: copies b.len() bytes from a valid slice.
+        let ptr = unsafe {
+            ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), b.len() as ffi::Py_ssize_t)
+        };
+        self.own(ptr)
+    }
+
+    pub(super) fn make_bytearray(&mut self, b: &[u8]) -> Result<PyObj, BuildError> {
+        // SAFETY: copies b.len() bytes from a valid slice.
+        let ptr = unsafe {
+            ffi::PyByteArray_FromStringAndSize(b.as_ptr().cast(), b.len() as ffi::Py_ssize_t)
+        };
+        self.own(ptr)
+    }
+}

@@ -1,0 +1,135 @@
+//! list, tuple, dict, set, frozenset.
+
+use amber_format::ImmutableStart;
+use pyo3_ffi as ffi;
+
+use super::error::key_label;
+use super::{shared, EncodeFail, FailKind, PyEncoder, Segment};
+use crate::object::PyObj;
+
+impl PyEncoder<'_> {
+    #[inline]
+    pub(super) fn list(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        self.enter()?;
+        // SAFETY: obj is an exact list; no Python code runs during the encode, so its
+        // length and items stay as read.
+        let n = unsafe { ffi::PyList_GET_SIZE(obj) };
+        self.writer.list_header(n as usize);
+        for i in 0..n {
+            // SAFETY: 0 <= i < n = len(list); the item is borrowed from the list.
+            let item = unsafe { ffi::PyList_GET_ITEM(obj, i) };
+            self.value(item)
+                .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    #[inline]
+    pub(super) fn tuple(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // SAFETY: obj is an exact tuple.
+        let n = unsafe { ffi::PyTuple_GET_SIZE(obj) };
+        let token = match self.tracker.as_mut() {
+            Some(tracker) if n > 0 && (tracker.track_everything() || shared(obj)) => {
+                match tracker.begin_immutable(obj as usize, &mut self.writer) {
+                    ImmutableStart::Ref(offset) => {
+                        self.writer.reference(offset);
+                        return Ok(());
+                    }
+                    ImmutableStart::Write(token) => Some(token),
+                    ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),
+                }
+            }
+            _ => None,
+        };
+        self.enter()?;
+        self.writer.tuple_header(n as usize);
+        for i in 0..n {
+            // SAFETY: 0 <= i < n = len(tuple); the item is borrowed from the tuple.
+            let item = unsafe { ffi::PyTuple_GET_ITEM(obj, i) };
+            self.value(item)
+                .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
+        }
+        self.leave();
+        if let (Some(token), Some(tracker)) = (token, self.tracker.as_mut()) {
+            tracker.end_immutable(obj as usize, token, &mut self.writer);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    pub(super) fn dict(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        self.enter()?;
+        // SAFETY: obj is an exact dict.
+        let n = unsafe { ffi::PyDict_Size(obj) };
+        self.writer.dict_header(n as usize);
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut index = 0;
+        // SAFETY: iterating an exact dict that no Python code can change meanwhile; key and
+        // value are borrowed from the dict.
+        while unsafe { ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) } != 0 {
+            self.value(key)
+                .map_err(|e| e.at(Segment::KeyOf(index), obj))?;
+            self.value(value)
+                .map_err(|e| e.at(Segment::Key(key_label(self.py, key)), obj))?;
+            index += 1;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    pub(super) fn set(&mut self, obj: *mut ffi::PyObject, frozen: bool) -> Result<(), EncodeFail> {
+        let token = if frozen {
+            match self.tracker.as_mut() {
+                Some(tracker) if tracker.track_everything() || shared(obj) => {
+                    match tracker.begin_immutable(obj as usize, &mut self.writer) {
+                        ImmutableStart::Ref(offset) => {
+                            self.writer.reference(offset);
+                            return Ok(());
+                        }
+                        ImmutableStart::Write(token) => Some(token),
+                        ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),
+                    }
+                }
+                _ => None,
+            }
+        } else {
+            if self.write_ref_if_seen(obj) {
+                return Ok(());
+            }
+            None
+        };
+        self.enter()?;
+        // SAFETY: obj is an exact set or frozenset.
+        let n = unsafe { ffi::PySet_Size(obj) };
+        self.writer.set_header(n as usize, frozen);
+        // SAFETY: obj is iterable; a NULL result means an exception is set.
+        let Some(iter) = PyObj::from_owned(unsafe { ffi::PyObject_GetIter(obj) }) else {
+            return Err(EncodeFail::python(self.py));
+        };
+        let mut index = 0;
+        // SAFETY: iter is a live set iterator; each item is a new reference we own.
+        while let Some(item) = PyObj::from_owned(unsafe { ffi::PyIter_Next(iter.as_ptr()) }) {
+            self.value(item.as_ptr())
+                .map_err(|e| e.at(Segment::Element(index), obj))?;
+            index += 1;
+        }
+        // SAFETY: checking whether PyIter_Next stopped because of an error.
+        if !unsafe { ffi::PyErr_Occurred() }.is_null() {
+            return Err(EncodeFail::python(self.py));
+        }
+        self.leave();
+        if let (Some(token), Some(tracker)) = (token, self.tracker.as_mut()) {
+            tracker.end_immutable(obj as usize, token, &mut self.writer);
+        }
+        Ok(())
+    }
+}

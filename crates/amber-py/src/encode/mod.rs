@@ -1,0 +1,166 @@
+//! Python objects onto the amber writer. [`PyEncoder::value`] is the one place that picks the
+//! encoder for a value: exact-type checks, hottest types first, then a cold fallback.
+
+mod containers;
+mod error;
+mod scalars;
+
+use amber_format::{RefTracker, Writer};
+use pyo3::Python;
+use pyo3_ffi as ffi;
+
+pub use error::{EncodeFail, FailKind, Segment};
+
+use crate::object::Types;
+
+/// Encoder options, validated by the caller.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Track identity: shared objects are written once, cycles survive.
+    pub refs: bool,
+    /// Deepest nesting of containers.
+    pub max_depth: u32,
+}
+
+/// One encode of one root object.
+pub struct PyEncoder<'py> {
+    py: Python<'py>,
+    writer: Writer,
+    tracker: Option<RefTracker>,
+    depth: u32,
+    max_depth: u32,
+    types: Types,
+}
+
+/// Encodes `obj` into a complete payload.
+pub fn encode(
+    py: Python<'_>,
+    obj: *mut ffi::PyObject,
+    options: Options,
+) -> Result<Vec<u8>, EncodeFail> {
+    let mut encoder = PyEncoder {
+        py,
+        writer: Writer::default(),
+        tracker: options.refs.then(RefTracker::new),
+        depth: 0,
+        max_depth: options.max_depth,
+        types: Types::get(),
+    };
+    loop {
+        let again = match encoder.value(obj) {
+            Err(fail) if matches!(fail.kind, FailKind::Restart) => true,
+            Err(fail) => return Err(fail.finish(options.refs)),
+            Ok(()) => encoder
+                .tracker
+                .as_ref()
+                .is_some_and(RefTracker::needs_rerun),
+        };
+        if !again {
+            return Ok(encoder.writer.into_bytes());
+        }
+        // A cycle through a tuple showed up: encode again knowing it.
+        if let Some(tracker) = encoder.tracker.as_mut() {
+            tracker.reset(true);
+        }
+        encoder.writer.reset();
+        encoder.depth = 0;
+    }
+}
+
+/// Whether anything besides its container holds `obj`; an object held once cannot be met
+/// twice (except inside a cyclic tuple, see `RefTracker::track_everything`).
+#[inline]
+fn shared(obj: *mut ffi::PyObject) -> bool {
+    // SAFETY: obj is live and the GIL is held.
+    unsafe { ffi::Py_REFCNT(obj) > 1 }
+}
+
+impl PyEncoder<'_> {
+    /// Writes one value. `obj` is a borrowed reference kept alive by its container (or the
+    /// caller, for the root) for the whole encode.
+    #[inline]
+    pub(crate) fn value(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // SAFETY: obj is a live object (see above) and the GIL is held.
+        let ty = unsafe { ffi::Py_TYPE(obj) };
+        let t = &self.types;
+        if ty == t.str {
+            self.str(obj)
+        } else if ty == t.int {
+            self.int(obj)
+        } else if ty == t.dict {
+            self.dict(obj)
+        } else if ty == t.list {
+            self.list(obj)
+        } else if ty == t.float {
+            self.float(obj);
+            Ok(())
+        } else if ty == t.tuple {
+            self.tuple(obj)
+        } else if obj == t.none {
+            self.writer.none();
+            Ok(())
+        } else if obj == t.true_ || obj == t.false_ {
+            self.writer.bool(obj == t.true_);
+            Ok(())
+        } else {
+            self.cold_value(obj, ty)
+        }
+    }
+
+    #[inline(never)]
+    fn cold_value(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+    ) -> Result<(), EncodeFail> {
+        let t = &self.types;
+        if ty == t.bytes {
+            self.bytes(obj)
+        } else if ty == t.set {
+            self.set(obj, false)
+        } else if ty == t.frozenset {
+            self.set(obj, true)
+        } else if ty == t.bytearray {
+            self.bytearray(obj)
+        } else if ty == t.complex {
+            self.complex(obj);
+            Ok(())
+        } else {
+            Err(EncodeFail::unsupported(self.py, obj))
+        }
+    }
+
+    /// If `obj` was written before, writes a `REF` to it and returns true; otherwise records
+    /// where it is about to be written. Objects only one container holds are skipped: they
+    /// cannot be met twice.
+    #[inline]
+    fn write_ref_if_seen(&mut self, obj: *mut ffi::PyObject) -> bool {
+        let Some(tracker) = self.tracker.as_mut() else {
+            return false;
+        };
+        if !tracker.track_everything() && !shared(obj) {
+            return false;
+        }
+        match tracker.seen_or_record(obj as usize, self.writer.body_pos()) {
+            Some(offset) => {
+                self.writer.reference(offset);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
+    fn enter(&mut self) -> Result<(), EncodeFail> {
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            return Err(EncodeFail::new(FailKind::TooDeep(self.max_depth)));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+}

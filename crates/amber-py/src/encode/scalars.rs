@@ -1,0 +1,150 @@
+//! int, float, complex, str, bytes, bytearray.
+
+use std::os::raw::c_int;
+
+use amber_format::Writer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use pyo3_ffi as ffi;
+
+use super::{EncodeFail, PyEncoder};
+
+impl PyEncoder<'_> {
+    #[inline]
+    pub(super) fn int(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let mut overflow: c_int = 0;
+        // SAFETY: obj is an exact int; this call cannot fail for one (overflow is reported).
+        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
+        if overflow == 0 {
+            if !Writer::is_small_int(v) && self.write_ref_if_seen(obj) {
+                return Ok(());
+            }
+            self.writer.int(v);
+            return Ok(());
+        }
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        self.bigint(obj)
+    }
+
+    /// Ints beyond 64 bits: `int.to_bytes` is linear in the size, as is the format.
+    #[cold]
+    fn bigint(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let py = self.py;
+        // SAFETY: obj is a live int borrowed from its container.
+        let int = unsafe { Bound::from_borrowed_ptr(py, obj) };
+        let digits = (|| -> PyResult<Vec<u8>> {
+            let bits: usize = int.call_method0("bit_length")?.extract()?;
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("signed", true)?;
+            let raw = int.call_method("to_bytes", (bits / 8 + 1, "little"), Some(&kwargs))?;
+            Ok(raw.cast::<PyBytes>()?.as_bytes().to_vec())
+        })()
+        .map_err(|e| EncodeFail::new(super::FailKind::Python(e)))?;
+        self.writer.bigint(&digits);
+        Ok(())
+    }
+
+    #[inline]
+    pub(super) fn float(&mut self, obj: *mut ffi::PyObject) {
+        if self.write_ref_if_seen(obj) {
+            return;
+        }
+        // SAFETY: obj is an exact float.
+        self.writer.float(unsafe { ffi::PyFloat_AS_DOUBLE(obj) });
+    }
+
+    pub(super) fn complex(&mut self, obj: *mut ffi::PyObject) {
+        if self.write_ref_if_seen(obj) {
+            return;
+        }
+        // SAFETY: obj is an exact complex; these accessors cannot fail for one.
+        let (re, im) = unsafe {
+            (
+                ffi::PyComplex_RealAsDouble(obj),
+                ffi::PyComplex_ImagAsDouble(obj),
+            )
+        };
+        self.writer.complex(re, im);
+    }
+
+    #[inline]
+    pub(super) fn str(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // SAFETY: obj is an exact str.
+        let empty = unsafe { ffi::PyUnicode_GET_LENGTH(obj) } == 0;
+        if !empty && self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        let mut size: ffi::Py_ssize_t = 0;
+        // SAFETY: obj is a str; on success the pointer stays valid while obj lives (CPython
+        // keeps the UTF-8 form inside the object).
+        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj, &mut size) };
+        if data.is_null() {
+            return self.str_with_surrogates(obj);
+        }
+        // SAFETY: data points to size bytes owned by obj, which outlives this call.
+        let utf8 = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+        self.writer.str(utf8);
+        Ok(())
+    }
+
+    /// A str that strict UTF-8 cannot encode holds lone surrogates.
+    #[cold]
+    fn str_with_surrogates(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // SAFETY: clearing the UnicodeEncodeError raised by PyUnicode_AsUTF8AndSize.
+        unsafe { ffi::PyErr_Clear() };
+        // SAFETY: obj is a str; the encoding and error names are NUL-terminated literals.
+        let encoded = unsafe {
+            ffi::PyUnicode_AsEncodedString(obj, c"utf-8".as_ptr(), c"surrogatepass".as_ptr())
+        };
+        let Some(encoded) = crate::object::PyObj::from_owned(encoded) else {
+            return Err(EncodeFail::python(self.py));
+        };
+        // SAFETY: encoded is a bytes object we own for the rest of this function.
+        let bytes = unsafe { bytes_slice(encoded.as_ptr()) };
+        self.writer.str_surrogates(bytes);
+        Ok(())
+    }
+
+    pub(super) fn bytes(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // SAFETY: obj is an exact bytes object.
+        let data = unsafe { bytes_slice(obj) };
+        if !data.is_empty() && self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        self.writer.bytes(data);
+        Ok(())
+    }
+
+    pub(super) fn bytearray(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        // SAFETY: obj is an exact bytearray; no Python code runs while we read it.
+        let data = unsafe {
+            let len = ffi::PyByteArray_GET_SIZE(obj) as usize;
+            if len == 0 {
+                &[][..]
+            } else {
+                std::slice::from_raw_parts(ffi::PyByteArray_AS_STRING(obj).cast::<u8>(), len)
+            }
+        };
+        self.writer.bytearray(data);
+        Ok(())
+    }
+}
+
+/// The contents of a bytes object.
+///
+/// # Safety
+/// `obj` must be a live bytes object that outlives the returned slice.
+unsafe fn bytes_slice<'a>(obj: *mut ffi::PyObject) -> &'a [u8] {
+    // SAFETY: per the function contract.
+    unsafe {
+        std::slice::from_raw_parts(
+            ffi::PyBytes_AS_STRING(obj).cast::<u8>(),
+            ffi::Py_SIZE(obj) as usize,
+        )
+    }
+}

@@ -1,0 +1,302 @@
+//! `amber._amber`: the Python extension. Argument handling and errors live here; the walk
+//! over Python objects is in [`encode`], object building in [`decode`], and all checking of
+//! bytes in the `amber-format` crate.
+
+mod decode;
+mod encode;
+mod object;
+
+use amber_format::limits::{DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH};
+use amber_format::{DecodeError as FormatError, Limits};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3_ffi as ffi;
+
+use decode::DecodeFailure;
+use encode::{EncodeFail, FailKind};
+
+pyo3::create_exception!(
+    amber,
+    EncodeError,
+    PyTypeError,
+    "A value could not be encoded. `.path` says where it sits in the graph (e.g. `root[\"users\"][3]`)."
+);
+pyo3::create_exception!(
+    amber,
+    DecodeError,
+    PyValueError,
+    "The bytes are not a valid amber payload. `.offset` is the byte position, `.kind` the error kind."
+);
+pyo3::create_exception!(
+    amber,
+    DecodeLimitError,
+    DecodeError,
+    "The payload exceeds a decoding limit (max_depth, max_alloc or the hash-flooding limits)."
+);
+
+fn check_depth(max_depth: i64) -> PyResult<u32> {
+    if (1..=i64::from(HARD_MAX_DEPTH)).contains(&max_depth) {
+        Ok(max_depth as u32)
+    } else {
+        Err(PyValueError::new_err(format!(
+            "max_depth must be between 1 and {HARD_MAX_DEPTH}, got {max_depth}"
+        )))
+    }
+}
+
+fn check_alloc(max_alloc: Option<i64>) -> PyResult<Option<u64>> {
+    match max_alloc {
+        Some(n) if n < 1 => Err(PyValueError::new_err(format!(
+            "max_alloc must be a positive number of bytes or None, got {n}"
+        ))),
+        other => Ok(other.map(|n| n as u64)),
+    }
+}
+
+fn encode_error(py: Python<'_>, fail: EncodeFail) -> PyErr {
+    let path = fail.path();
+    let message = match &fail.kind {
+        FailKind::Unsupported(name) => format!("unsupported type {name} at {path}"),
+        FailKind::TooDeep(limit) => {
+            format!("nesting deeper than max_depth={limit} at {path}")
+        }
+        FailKind::Cycle => {
+            format!("cycle at {path}: a container contains itself, which refs=False cannot encode")
+        }
+        FailKind::Python(err) => format!("{} at {path}", err.value(py)),
+        FailKind::Restart => format!("internal error: unfinished encoding pass at {path}"),
+    };
+    let err = EncodeError::new_err(message);
+    let _ = err.value(py).setattr("path", path);
+    if let FailKind::Python(cause) = fail.kind {
+        err.set_cause(py, Some(cause));
+    }
+    err
+}
+
+fn decode_error(py: Python<'_>, failure: DecodeFailure) -> PyErr {
+    match failure {
+        DecodeFailure::Python(err) => err,
+        DecodeFailure::Format(FormatError {
+            kind,
+            offset,
+            detail,
+        }) => {
+            let message = format!("{detail} (at byte {offset}, {})", kind.name());
+            let err = if kind.is_limit() {
+                DecodeLimitError::new_err(message)
+            } else {
+                DecodeError::new_err(message)
+            };
+            let value = err.value(py);
+            let _ = value.setattr("offset", offset);
+            let _ = value.setattr("kind", kind.name());
+            err
+        }
+    }
+}
+
+fn dumps_impl(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    options: encode::Options,
+) -> PyResult<Py<PyBytes>> {
+    match encode::encode(py, obj.as_ptr(), options) {
+        Ok(bytes) => Ok(PyBytes::new(py, &bytes).unbind()),
+        Err(fail) => Err(encode_error(py, fail)),
+    }
+}
+
+/// Releases a buffer view when dropped.
+struct BufferView(ffi::Py_buffer);
+
+impl Drop for BufferView {
+    fn drop(&mut self) {
+        // SAFETY: the view was filled by a successful PyObject_GetBuffer; GIL held.
+        unsafe { ffi::PyBuffer_Release(&mut self.0) };
+    }
+}
+
+fn loads_impl(py: Python<'_>, data: &Bound<'_, PyAny>, limits: &Limits) -> PyResult<Py<PyAny>> {
+    let ptr = data.as_ptr();
+    // SAFETY: type check on a live object.
+    if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
+        // SAFETY: ptr is a bytes object kept alive by `data` for the whole decode, and
+        // bytes are immutable.
+        let slice = unsafe {
+            std::slice::from_raw_parts(
+                ffi::PyBytes_AS_STRING(ptr).cast::<u8>(),
+                ffi::Py_SIZE(ptr) as usize,
+            )
+        };
+        return decode::decode_bytes(py, slice, limits).map_err(|f| decode_error(py, f));
+    }
+    // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
+    let mut view = BufferView(unsafe { std::mem::zeroed() });
+    // SAFETY: asks for a C-contiguous read-only view; the exporter refuses otherwise.
+    if unsafe { ffi::PyObject_GetBuffer(ptr, &mut view.0, ffi::PyBUF_SIMPLE) } < 0 {
+        let cause = PyErr::take(py);
+        let err = PyTypeError::new_err(format!(
+            "loads() needs bytes, bytearray, memoryview or another C-contiguous buffer, got {}",
+            data.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ));
+        err.set_cause(py, cause);
+        return Err(err);
+    }
+    let len = view.0.len.max(0) as usize;
+    let slice: &[u8] = if len == 0 || view.0.buf.is_null() {
+        &[]
+    } else {
+        // SAFETY: the view exports len contiguous bytes and stays valid until `view` drops;
+        // the exporter cannot resize while exported, and no Python code runs meanwhile.
+        unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
+    };
+    let result = decode::decode_bytes(py, slice, limits).map_err(|f| decode_error(py, f));
+    drop(view);
+    result
+}
+
+/// dumps(obj, *, refs=True, max_depth=1000) -> bytes
+///
+/// Encodes `obj` as an amber payload.
+#[pyfunction]
+#[pyo3(signature = (obj, *, refs = true, max_depth = DEFAULT_MAX_DEPTH as i64))]
+fn dumps(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    refs: bool,
+    max_depth: i64,
+) -> PyResult<Py<PyBytes>> {
+    let options = encode::Options {
+        refs,
+        max_depth: check_depth(max_depth)?,
+    };
+    dumps_impl(py, obj, options)
+}
+
+/// loads(data, *, max_depth=1000, max_alloc=None) -> object
+///
+/// Decodes an amber payload from bytes or any C-contiguous buffer.
+#[pyfunction]
+#[pyo3(signature = (data, *, max_depth = DEFAULT_MAX_DEPTH as i64, max_alloc = None))]
+fn loads(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    max_depth: i64,
+    max_alloc: Option<i64>,
+) -> PyResult<Py<PyAny>> {
+    let limits = Limits {
+        max_depth: check_depth(max_depth)?,
+        max_alloc: check_alloc(max_alloc)?,
+    };
+    loads_impl(py, data, &limits)
+}
+
+/// A reusable encoder holding options; each call is independent of the last.
+#[pyclass(module = "amber", frozen)]
+struct Encoder {
+    options: encode::Options,
+}
+
+#[pymethods]
+impl Encoder {
+    #[new]
+    #[pyo3(signature = (*, refs = true, max_depth = DEFAULT_MAX_DEPTH as i64))]
+    fn new(refs: bool, max_depth: i64) -> PyResult<Self> {
+        Ok(Encoder {
+            options: encode::Options {
+                refs,
+                max_depth: check_depth(max_depth)?,
+            },
+        })
+    }
+
+    /// Encodes `obj` as an amber payload.
+    fn encode(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
+        dumps_impl(py, obj, self.options)
+    }
+
+    #[getter]
+    fn refs(&self) -> bool {
+        self.options.refs
+    }
+
+    #[getter]
+    fn max_depth(&self) -> u32 {
+        self.options.max_depth
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Encoder(refs={}, max_depth={})",
+            if self.options.refs { "True" } else { "False" },
+            self.options.max_depth
+        )
+    }
+}
+
+/// A reusable decoder holding limits; each call is independent of the last.
+#[pyclass(module = "amber", frozen)]
+struct Decoder {
+    limits: Limits,
+}
+
+#[pymethods]
+impl Decoder {
+    #[new]
+    #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH as i64, max_alloc = None))]
+    fn new(max_depth: i64, max_alloc: Option<i64>) -> PyResult<Self> {
+        Ok(Decoder {
+            limits: Limits {
+                max_depth: check_depth(max_depth)?,
+                max_alloc: check_alloc(max_alloc)?,
+            },
+        })
+    }
+
+    /// Decodes an amber payload from bytes or any C-contiguous buffer.
+    fn decode(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        loads_impl(py, data, &self.limits)
+    }
+
+    #[getter]
+    fn max_depth(&self) -> u32 {
+        self.limits.max_depth
+    }
+
+    #[getter]
+    fn max_alloc(&self) -> Option<u64> {
+        self.limits.max_alloc
+    }
+
+    fn __repr__(&self) -> String {
+        let alloc = self
+            .limits
+            .max_alloc
+            .map_or_else(|| String::from("None"), |n| n.to_string());
+        format!(
+            "Decoder(max_depth={}, max_alloc={alloc})",
+            self.limits.max_depth
+        )
+    }
+}
+
+#[pymodule]
+fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(dumps, m)?)?;
+    m.add_function(wrap_pyfunction!(loads, m)?)?;
+    m.add_class::<Encoder>()?;
+    m.add_class::<Decoder>()?;
+    m.add("EncodeError", py.get_type::<EncodeError>())?;
+    m.add("DecodeError", py.get_type::<DecodeError>())?;
+    m.add("DecodeLimitError", py.get_type::<DecodeLimitError>())?;
+    m.add("FORMAT_VERSION", amber_format::header::VERSION)?;
+    m.add("MAX_DEPTH_LIMIT", HARD_MAX_DEPTH)?;
+    m.add("DEFAULT_MAX_DEPTH", DEFAULT_MAX_DEPTH)?;
+    Ok(())
+}

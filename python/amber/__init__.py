@@ -1,0 +1,85 @@
+"""amber: exact, fast and safe serialization of Python object graphs.
+
+``dumps``/``loads`` turn an object graph into bytes and back with every type, shared object
+and cycle intact. ``loads`` only ever builds the builtin types in the format: it never imports
+or runs code named by the payload, and it enforces depth and memory limits on hostile input.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import IO, Any
+
+from ._amber import (
+    DEFAULT_MAX_DEPTH,
+    FORMAT_VERSION,
+    MAX_DEPTH_LIMIT,
+    DecodeError,
+    DecodeLimitError,
+    Decoder,
+    EncodeError,
+    Encoder,
+    dumps,
+    loads,
+)
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "FORMAT_VERSION",
+    "MAX_DEPTH_LIMIT",
+    "DecodeError",
+    "DecodeLimitError",
+    "Decoder",
+    "EncodeError",
+    "Encoder",
+    "dump",
+    "dumps",
+    "load",
+    "loads",
+]
+
+__version__ = "0.1.0"
+
+PathLike = str | os.PathLike[str]
+
+
+def dump(obj: Any, file: PathLike | IO[bytes], **options: Any) -> None:
+    """Encode ``obj`` into ``file``: a path or a binary file object.
+
+    A path is written atomically: the payload goes to a temporary file in the same directory,
+    which then replaces the target, so a failed encode or a crash never leaves a partial file.
+    ``options`` are those of :func:`dumps`.
+    """
+    payload = dumps(obj, **options)
+    if not isinstance(file, (str, os.PathLike)):
+        file.write(payload)
+        return
+    target = os.fspath(file)
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, temp = tempfile.mkstemp(prefix=".amber-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def load(file: PathLike | IO[bytes], **options: Any) -> Any:
+    """Decode the payload in ``file``: a path or a binary file object read to its end.
+
+    ``options`` are those of :func:`loads`.
+    """
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "rb") as f:
+            data = f.read()
+    else:
+        data = file.read()
+    return loads(data, **options)
