@@ -11,6 +11,11 @@ use crate::limits::{cost, Limits, HARD_MAX_DEPTH};
 use crate::tag::{Tag, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
 
+/// Stack left below which a nesting level moves to a new stack segment.
+pub const STACK_RED_ZONE: usize = 128 * 1024;
+/// Size of each new stack segment.
+pub const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+
 /// Makes host objects for the decoder. `Obj` clones are new references to the same object.
 ///
 /// Containers are created empty with their final length and then filled in order; a list,
@@ -50,7 +55,10 @@ pub trait Builder {
     fn tuple_set(&mut self, tuple: &Self::Obj, index: usize, item: Self::Obj);
     /// A dict that will receive `len` pairs.
     fn dict(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
-    /// Adds a pair; fails for an unhashable or duplicate key.
+    /// Checks a dict key or set element as soon as it is decoded, before anything else is
+    /// read: fails for an unhashable key or one that trips hash-flooding limits.
+    fn check_key(&mut self, container: &Self::Obj, key: &Self::Obj) -> Result<(), BuildError>;
+    /// Adds a pair whose key passed [`Builder::check_key`]; fails for a duplicate key.
     fn dict_insert(
         &mut self,
         dict: &Self::Obj,
@@ -59,7 +67,7 @@ pub trait Builder {
     ) -> Result<(), BuildError>;
     /// A set (or frozenset when `frozen`) that will receive `len` elements.
     fn set(&mut self, len: usize, frozen: bool) -> Result<Self::Obj, BuildError>;
-    /// Adds an element; fails for an unhashable or duplicate element.
+    /// Adds an element that passed [`Builder::check_key`]; fails for a duplicate.
     fn set_add(&mut self, set: &Self::Obj, item: Self::Obj) -> Result<(), BuildError>;
 }
 
@@ -229,15 +237,15 @@ impl<'a, B: Builder> Decoder<'a, B> {
         }
     }
 
-    /// A byte-string length: it must fit in what is left.
+    /// A byte-string length: it must fit in what is left (else `truncated` at the tag `at`).
     #[inline]
-    fn byte_len(&mut self, what: &str) -> Result<usize, DecodeError> {
+    fn byte_len(&mut self, at: usize, what: &str) -> Result<usize, DecodeError> {
         let n = self.varint()?;
         let left = self.remaining();
         if n > left as u64 {
             return Err(DecodeError::new(
                 ErrorKind::Truncated,
-                self.pos,
+                at,
                 format!("{what} declares {n} bytes but {left} are left"),
             ));
         }
@@ -304,6 +312,13 @@ impl<'a, B: Builder> Decoder<'a, B> {
         self.depth -= 1;
     }
 
+    /// Runs one nesting level on a stack with room to spare: recursion depth is bounded by
+    /// `max_depth`, but a thread's stack may be small, so it grows on demand instead.
+    #[inline]
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || f(self))
+    }
+
     fn value(&mut self) -> Result<B::Obj, DecodeError> {
         let at = self.pos;
         let tag = self.byte()?;
@@ -314,7 +329,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
             0x91 => self.builder.bool(false),
             0x92 => self.builder.bool(true),
             0x93 => return self.reference(at),
-            0x94 => return self.supersede(at),
+            0x94 => return self.nested(|d| d.supersede(at)),
             _ if tag & TRACKABLE != 0 => return self.trackable(tag, at),
             _ => {
                 return Err(DecodeError::new(
@@ -340,30 +355,40 @@ impl<'a, B: Builder> Decoder<'a, B> {
         };
         let code = tag & !TRACKED;
         let obj = match code {
-            0x40..=0x57 => self.str(at, usize::from(code - Tag::ShortStr.code()), false)?,
+            0x40..=0x57 => {
+                let n = usize::from(code - Tag::ShortStr.code());
+                if n > self.remaining() {
+                    return Err(DecodeError::new(
+                        ErrorKind::Truncated,
+                        at,
+                        format!("str needs {n} bytes but {} are left", self.remaining()),
+                    ));
+                }
+                self.str(at, n, false)?
+            }
             0x58..=0x5B => {
                 let n = self.check_count(u64::from(code - Tag::ShortList.code()), at, 1, "list")?;
-                self.list(at, n, slot)?
+                self.nested(|d| d.list(at, n, slot))?
             }
             0x5C..=0x5F => {
                 let n =
                     self.check_count(u64::from(code - Tag::ShortTuple.code()), at, 1, "tuple")?;
-                self.tuple(at, n)?
+                self.nested(|d| d.tuple(at, n))?
             }
             0x60..=0x67 => {
                 let n = self.check_count(u64::from(code - Tag::ShortDict.code()), at, 2, "dict")?;
-                self.dict(at, n, slot)?
+                self.nested(|d| d.dict(at, n, slot))?
             }
             0x68 => {
-                let n = self.byte_len("str")?;
+                let n = self.byte_len(at, "str")?;
                 self.str(at, n, false)?
             }
             0x69 => {
-                let n = self.byte_len("str")?;
+                let n = self.byte_len(at, "str")?;
                 self.str(at, n, true)?
             }
             0x6A | 0x6B => {
-                let n = self.byte_len("bytes")?;
+                let n = self.byte_len(at, "bytes")?;
                 let mutable = code == Tag::ByteArray.code();
                 self.charge(
                     if mutable {
@@ -415,19 +440,19 @@ impl<'a, B: Builder> Decoder<'a, B> {
             }
             0x71 => {
                 let n = self.count(at, 1, "list")?;
-                self.list(at, n, slot)?
+                self.nested(|d| d.list(at, n, slot))?
             }
             0x72 => {
                 let n = self.count(at, 1, "tuple")?;
-                self.tuple(at, n)?
+                self.nested(|d| d.tuple(at, n))?
             }
             0x73 => {
                 let n = self.count(at, 2, "dict")?;
-                self.dict(at, n, slot)?
+                self.nested(|d| d.dict(at, n, slot))?
             }
             0x74 | 0x75 => {
                 let n = self.count(at, 1, "set")?;
-                self.set(at, n, code == Tag::FrozenSet.code(), slot)?
+                self.nested(|d| d.set(at, n, code == Tag::FrozenSet.code(), slot))?
             }
             _ => {
                 return Err(DecodeError::new(
@@ -468,7 +493,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
     }
 
     fn bigint(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
-        let n = self.byte_len("bigint")?;
+        let n = self.byte_len(at, "bigint")?;
         self.charge(cost::bigint(n as u64), at)?;
         let digits = self.take(n, "bigint")?;
         let canonical = match digits {
@@ -533,6 +558,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
         for _ in 0..n {
             let key_at = self.pos;
             let key = self.value()?;
+            self.builder
+                .check_key(&dict, &key)
+                .map_err(|e| host_error(e, key_at, "dict key"))?;
             let value = self.value()?;
             self.builder
                 .dict_insert(&dict, key, value)
@@ -561,6 +589,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
         for _ in 0..n {
             let item_at = self.pos;
             let item = self.value()?;
+            self.builder
+                .check_key(&set, &item)
+                .map_err(|e| host_error(e, item_at, "set element"))?;
             self.builder
                 .set_add(&set, item)
                 .map_err(|e| build_error(e, item_at, "set element", ErrorKind::DuplicateElement))?;

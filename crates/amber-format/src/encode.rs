@@ -231,6 +231,13 @@ pub enum ImmutableStart {
     Restart,
 }
 
+impl ImmutableToken {
+    /// Whether this write was wrapped in `SUPERSEDE` (which counts as one nesting level).
+    pub fn is_superseded(&self) -> bool {
+        self.superseded
+    }
+}
+
 /// Bookkeeping for one write of an immutable container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ImmutableToken {

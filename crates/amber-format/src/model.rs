@@ -3,10 +3,12 @@
 //!
 //! Nodes live in an arena; a [`NodeId`] used in two places is one shared object.
 
-use crate::decode::{decode, Builder};
+use crate::decode::{decode, Builder, STACK_RED_ZONE, STACK_SEGMENT};
 use crate::encode::{ImmutableStart, RefTracker, Writer};
 use crate::error::{BuildError, DecodeError};
 use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::hash::{Hash, Hasher};
 
 /// Index of a node in a [`Graph`].
 pub type NodeId = usize;
@@ -174,6 +176,10 @@ struct GraphBuilder {
     nodes: Vec<Node>,
     /// Memo of hashability for tuples, by node.
     hashable: Vec<Option<bool>>,
+    /// Memo of [`GraphBuilder::key_hash`], by node.
+    key_hashes: FxHashMap<NodeId, u64>,
+    /// Keys already in each dict or set, bucketed by [`GraphBuilder::key_hash`].
+    keys_seen: FxHashMap<NodeId, FxHashMap<u64, Vec<NodeId>>>,
 }
 
 impl GraphBuilder {
@@ -190,6 +196,94 @@ impl GraphBuilder {
             }
             _ => debug_assert!(false, "push_child on a non-sequence"),
         }
+    }
+
+    /// A hash consistent with [`GraphBuilder::same_key`]; NaN hashes by identity.
+    fn key_hash(&mut self, id: NodeId) -> u64 {
+        if let Some(&h) = self.key_hashes.get(&id) {
+            return h;
+        }
+        let mut hasher = FxHasher::default();
+        let float_bits = |bits: u64| {
+            let v = f64::from_bits(bits);
+            if v.is_nan() {
+                (u64::MAX, id)
+            } else {
+                ((v + 0.0).to_bits(), 0)
+            }
+        };
+        let children: Vec<NodeId> = match self.nodes.get(id) {
+            Some(Node::Tuple(items) | Node::FrozenSet(items)) => items.clone(),
+            _ => Vec::new(),
+        };
+        match self.nodes.get(id) {
+            Some(Node::Tuple(_)) => {
+                1u8.hash(&mut hasher);
+                for child in children {
+                    self.key_hash(child).hash(&mut hasher);
+                }
+            }
+            Some(Node::FrozenSet(_)) => {
+                let sum = children
+                    .into_iter()
+                    .fold(0u64, |acc, c| acc.wrapping_add(self.key_hash(c)));
+                (2u8, sum).hash(&mut hasher);
+            }
+            Some(Node::Float(bits)) => (3u8, float_bits(*bits)).hash(&mut hasher),
+            Some(Node::Complex(re, im)) => {
+                (4u8, float_bits(*re), float_bits(*im)).hash(&mut hasher)
+            }
+            Some(other) => format!("{other:?}").hash(&mut hasher),
+            None => {}
+        }
+        let h = hasher.finish();
+        self.key_hashes.insert(id, h);
+        h
+    }
+
+    /// Python's equality of two hashable nodes, without its cross-kind rules (1 == 1.0 ==
+    /// True), which a host-neutral decoder need not apply (see the spec on duplicates).
+    fn same_key(&self, a: NodeId, b: NodeId) -> bool {
+        if a == b {
+            return true;
+        }
+        let float_eq = |x: &u64, y: &u64| f64::from_bits(*x) == f64::from_bits(*y);
+        match (self.nodes.get(a), self.nodes.get(b)) {
+            (Some(Node::Float(x)), Some(Node::Float(y))) => float_eq(x, y),
+            (Some(Node::Complex(x1, x2)), Some(Node::Complex(y1, y2))) => {
+                float_eq(x1, y1) && float_eq(x2, y2)
+            }
+            (Some(Node::Tuple(x)), Some(Node::Tuple(y))) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| self.same_key(p, q))
+            }
+            (Some(Node::FrozenSet(x)), Some(Node::FrozenSet(y))) => {
+                x.len() == y.len() && x.iter().all(|&p| y.iter().any(|&q| self.same_key(p, q)))
+            }
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        }
+    }
+
+    /// Records `key` in `container`; false if an equal key is already there.
+    fn insert_key(&mut self, container: NodeId, key: NodeId) -> bool {
+        let h = self.key_hash(key);
+        let bucket = self
+            .keys_seen
+            .entry(container)
+            .or_default()
+            .get(&h)
+            .cloned()
+            .unwrap_or_default();
+        if bucket.iter().any(|&other| self.same_key(other, key)) {
+            return false;
+        }
+        self.keys_seen
+            .entry(container)
+            .or_default()
+            .entry(h)
+            .or_default()
+            .push(key);
+        true
     }
 
     /// Python's hashability, by kind: tuples are hashable when all their items are.
@@ -285,9 +379,16 @@ impl Builder for GraphBuilder {
     fn dict(&mut self, len: usize) -> Result<NodeId, BuildError> {
         self.add(Node::Dict(Vec::with_capacity(len)))
     }
+    fn check_key(&mut self, _container: &NodeId, key: &NodeId) -> Result<(), BuildError> {
+        if self.is_hashable(*key) {
+            Ok(())
+        } else {
+            Err(BuildError::Unhashable)
+        }
+    }
     fn dict_insert(&mut self, dict: &NodeId, key: NodeId, value: NodeId) -> Result<(), BuildError> {
-        if !self.is_hashable(key) {
-            return Err(BuildError::Unhashable);
+        if !self.insert_key(*dict, key) {
+            return Err(BuildError::Duplicate);
         }
         if let Some(Node::Dict(pairs)) = self.nodes.get_mut(*dict) {
             pairs.push((key, value));
@@ -303,8 +404,8 @@ impl Builder for GraphBuilder {
         })
     }
     fn set_add(&mut self, set: &NodeId, item: NodeId) -> Result<(), BuildError> {
-        if !self.is_hashable(item) {
-            return Err(BuildError::Unhashable);
+        if !self.insert_key(*set, item) {
+            return Err(BuildError::Duplicate);
         }
         self.push_child(*set, item);
         Ok(())
@@ -391,7 +492,7 @@ impl GraphEncoder<'_, '_> {
         let node = graph.node(id)?;
         let trackable = match node {
             Node::None | Node::Bool(_) => false,
-            Node::Int(v) => !Writer::is_small_int(*v),
+            Node::Int(v) => !Writer::is_small_int(*v) && !(-5..=256).contains(v),
             Node::Str(s) => !s.is_empty(),
             Node::Bytes(b) => !b.is_empty(),
             Node::Tuple(items) => !items.is_empty(),
@@ -438,7 +539,7 @@ impl GraphEncoder<'_, '_> {
                     _ => self.writer.set_header(items.len(), true),
                 }
                 for &item in items {
-                    self.node(item)?;
+                    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.node(item))?;
                 }
                 self.depth -= 1;
             }
@@ -446,8 +547,10 @@ impl GraphEncoder<'_, '_> {
                 self.enter()?;
                 self.writer.dict_header(pairs.len());
                 for &(k, v) in pairs {
-                    self.node(k)?;
-                    self.node(v)?;
+                    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+                        self.node(k)?;
+                        self.node(v)
+                    })?;
                 }
                 self.depth -= 1;
             }

@@ -76,8 +76,12 @@ impl Builder for PyBuilder<'_> {
     }
 
     #[inline]
+    fn check_key(&mut self, container: &PyObj, key: &PyObj) -> Result<(), BuildError> {
+        self.guard_key(container, key)
+    }
+
+    #[inline]
     fn dict_insert(&mut self, dict: &PyObj, key: PyObj, value: PyObj) -> Result<(), BuildError> {
-        self.check_key(dict, &key)?;
         // SAFETY: dict is a dict we created; key was checked hashable (or is a str).
         let before = unsafe { ffi::PyDict_Size(dict.as_ptr()) };
         // SAFETY: as above; SetItem takes its own references.
@@ -106,7 +110,6 @@ impl Builder for PyBuilder<'_> {
 
     #[inline]
     fn set_add(&mut self, set: &PyObj, item: PyObj) -> Result<(), BuildError> {
-        self.check_key(set, &item)?;
         // SAFETY: set is a set or a brand-new frozenset only the decoder holds (refcount 1,
         // which PySet_Add requires for frozensets).
         let before = unsafe { ffi::PySet_Size(set.as_ptr()) };

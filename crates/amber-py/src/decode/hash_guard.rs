@@ -54,7 +54,7 @@ impl HashGuard {
 impl PyBuilder<'_> {
     /// Checks a key (or set element) before it goes into `container`.
     #[inline]
-    pub(super) fn check_key(&mut self, container: &PyObj, key: &PyObj) -> Result<(), BuildError> {
+    pub(super) fn guard_key(&mut self, container: &PyObj, key: &PyObj) -> Result<(), BuildError> {
         let k = key.as_ptr();
         // SAFETY: k is a live object we hold.
         let ty = unsafe { ffi::Py_TYPE(k) };

@@ -21,7 +21,7 @@ impl PyEncoder<'_> {
         for i in 0..n {
             // SAFETY: 0 <= i < n = len(list); the item is borrowed from the list.
             let item = unsafe { ffi::PyList_GET_ITEM(obj, i) };
-            self.value(item)
+            self.nested_value(item)
                 .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
         }
         self.leave();
@@ -45,15 +45,22 @@ impl PyEncoder<'_> {
             }
             _ => None,
         };
+        let wrapped = token.is_some_and(|t| t.is_superseded());
+        if wrapped {
+            self.enter()?;
+        }
         self.enter()?;
         self.writer.tuple_header(n as usize);
         for i in 0..n {
             // SAFETY: 0 <= i < n = len(tuple); the item is borrowed from the tuple.
             let item = unsafe { ffi::PyTuple_GET_ITEM(obj, i) };
-            self.value(item)
+            self.nested_value(item)
                 .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
         }
         self.leave();
+        if wrapped {
+            self.leave();
+        }
         if let (Some(token), Some(tracker)) = (token, self.tracker.as_mut()) {
             tracker.end_immutable(obj as usize, token, &mut self.writer);
         }
@@ -76,9 +83,9 @@ impl PyEncoder<'_> {
         // SAFETY: iterating an exact dict that no Python code can change meanwhile; key and
         // value are borrowed from the dict.
         while unsafe { ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) } != 0 {
-            self.value(key)
+            self.nested_value(key)
                 .map_err(|e| e.at(Segment::KeyOf(index), obj))?;
-            self.value(value)
+            self.nested_value(value)
                 .map_err(|e| e.at(Segment::Key(key_label(self.py, key)), obj))?;
             index += 1;
         }
@@ -107,6 +114,10 @@ impl PyEncoder<'_> {
             }
             None
         };
+        let wrapped = token.is_some_and(|t| t.is_superseded());
+        if wrapped {
+            self.enter()?;
+        }
         self.enter()?;
         // SAFETY: obj is an exact set or frozenset.
         let n = unsafe { ffi::PySet_Size(obj) };
@@ -118,7 +129,7 @@ impl PyEncoder<'_> {
         let mut index = 0;
         // SAFETY: iter is a live set iterator; each item is a new reference we own.
         while let Some(item) = PyObj::from_owned(unsafe { ffi::PyIter_Next(iter.as_ptr()) }) {
-            self.value(item.as_ptr())
+            self.nested_value(item.as_ptr())
                 .map_err(|e| e.at(Segment::Element(index), obj))?;
             index += 1;
         }
@@ -127,6 +138,9 @@ impl PyEncoder<'_> {
             return Err(EncodeFail::python(self.py));
         }
         self.leave();
+        if wrapped {
+            self.leave();
+        }
         if let (Some(token), Some(tracker)) = (token, self.tracker.as_mut()) {
             tracker.end_immutable(obj as usize, token, &mut self.writer);
         }

@@ -5,6 +5,7 @@ mod containers;
 mod error;
 mod scalars;
 
+use amber_format::decode::{STACK_RED_ZONE, STACK_SEGMENT};
 use amber_format::{RefTracker, Writer};
 use pyo3::Python;
 use pyo3_ffi as ffi;
@@ -157,6 +158,12 @@ impl PyEncoder<'_> {
             return Err(EncodeFail::new(FailKind::TooDeep(self.max_depth)));
         }
         Ok(())
+    }
+
+    /// Writes a container's child on a stack with room to spare (see the decoder's `nested`).
+    #[inline]
+    fn nested_value(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.value(obj))
     }
 
     #[inline]

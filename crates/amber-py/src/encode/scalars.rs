@@ -16,7 +16,9 @@ impl PyEncoder<'_> {
         // SAFETY: obj is an exact int; this call cannot fail for one (overflow is reported).
         let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
         if overflow == 0 {
-            if !Writer::is_small_int(v) && self.write_ref_if_seen(obj) {
+            // CPython shares -5..=256 itself; tracking them would only add lookups.
+            let interpreter_cached = (-5..=256).contains(&v);
+            if !interpreter_cached && !Writer::is_small_int(v) && self.write_ref_if_seen(obj) {
                 return Ok(());
             }
             self.writer.int(v);

@@ -1,0 +1,22 @@
+//! Any bytes: decoding must return a value or an error, never panic, and whatever decodes
+//! must encode again to bytes that decode to the same graph.
+#![no_main]
+
+use amber_format::model::Graph;
+use amber_format::Limits;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let limits = Limits {
+        max_depth: 64,
+        max_alloc: None,
+    };
+    let Ok(graph) = Graph::decode(data, &limits) else {
+        return;
+    };
+    let again = graph.encode(true).expect("a decoded graph encodes");
+    let back = Graph::decode(&again, &Limits::default()).expect("re-encoded bytes decode");
+    if let Err(difference) = graph.same_as(&back) {
+        panic!("round trip changed the graph: {difference}");
+    }
+});
