@@ -1,5 +1,19 @@
-from typing_extensions import Buffer
 from typing import Any, Final, final
+
+from typing_extensions import Buffer, Self
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "FORMAT_VERSION",
+    "MAX_DEPTH_LIMIT",
+    "DecodeError",
+    "DecodeLimitError",
+    "Decoder",
+    "EncodeError",
+    "Encoder",
+    "dumps",
+    "loads",
+]
 
 FORMAT_VERSION: Final[int]
 MAX_DEPTH_LIMIT: Final[int]
@@ -16,9 +30,10 @@ class DecodeLimitError(DecodeError): ...
 
 def dumps(obj: Any, *, refs: bool = True, max_depth: int = 1000) -> bytes: ...
 def loads(data: Buffer, *, max_depth: int = 1000, max_alloc: int | None = None) -> Any: ...
+
 @final
 class Encoder:
-    def __init__(self, *, refs: bool = True, max_depth: int = 1000) -> None: ...
+    def __new__(cls, *, refs: bool = True, max_depth: int = 1000) -> Self: ...
     @property
     def refs(self) -> bool: ...
     @property
@@ -27,7 +42,7 @@ class Encoder:
 
 @final
 class Decoder:
-    def __init__(self, *, max_depth: int = 1000, max_alloc: int | None = None) -> None: ...
+    def __new__(cls, *, max_depth: int = 1000, max_alloc: int | None = None) -> Self: ...
     @property
     def max_depth(self) -> int: ...
     @property

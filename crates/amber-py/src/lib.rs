@@ -35,23 +35,44 @@ pyo3::create_exception!(
     "The payload exceeds a decoding limit (max_depth, max_alloc or the hash-flooding limits)."
 );
 
-fn check_depth(max_depth: i64) -> PyResult<u32> {
-    if (1..=i64::from(HARD_MAX_DEPTH)).contains(&max_depth) {
-        Ok(max_depth as u32)
-    } else {
-        Err(PyValueError::new_err(format!(
-            "max_depth must be between 1 and {HARD_MAX_DEPTH}, got {max_depth}"
-        )))
+/// An int option: a TypeError for a non-int, a ValueError (not OverflowError) for any int
+/// outside `range`.
+fn int_option(
+    name: &str,
+    value: &Bound<'_, PyAny>,
+    range: std::ops::RangeInclusive<u64>,
+) -> PyResult<u64> {
+    if value.is_instance_of::<pyo3::types::PyBool>()
+        || !value.is_instance_of::<pyo3::types::PyInt>()
+    {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    match value.extract::<u64>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => Err(PyValueError::new_err(format!(
+            "{name} must be between {} and {}, got {value}",
+            range.start(),
+            range.end()
+        ))),
     }
 }
 
-fn check_alloc(max_alloc: Option<i64>) -> PyResult<Option<u64>> {
-    match max_alloc {
-        Some(n) if n < 1 => Err(PyValueError::new_err(format!(
-            "max_alloc must be a positive number of bytes or None, got {n}"
-        ))),
-        other => Ok(other.map(|n| n as u64)),
+/// `None` (the default) means [`DEFAULT_MAX_DEPTH`].
+fn check_depth(max_depth: Option<&Bound<'_, PyAny>>) -> PyResult<u32> {
+    match max_depth.filter(|v| !v.is_none()) {
+        None => Ok(DEFAULT_MAX_DEPTH),
+        Some(v) => int_option("max_depth", v, 1..=u64::from(HARD_MAX_DEPTH)).map(|n| n as u32),
     }
+}
+
+fn check_alloc(max_alloc: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    max_alloc
+        .filter(|v| !v.is_none())
+        .map(|v| int_option("max_alloc", v, 1..=u64::MAX))
+        .transpose()
 }
 
 fn encode_error(py: Python<'_>, fail: EncodeFail) -> PyErr {
@@ -164,12 +185,15 @@ fn loads_impl(py: Python<'_>, data: &Bound<'_, PyAny>, limits: &Limits) -> PyRes
 ///
 /// Encodes `obj` as an amber payload.
 #[pyfunction]
-#[pyo3(signature = (obj, *, refs = true, max_depth = DEFAULT_MAX_DEPTH as i64))]
+#[pyo3(
+    signature = (obj, *, refs = true, max_depth = None),
+    text_signature = "(obj, *, refs=True, max_depth=1000)"
+)]
 fn dumps(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     refs: bool,
-    max_depth: i64,
+    max_depth: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBytes>> {
     let options = encode::Options {
         refs,
@@ -182,12 +206,15 @@ fn dumps(
 ///
 /// Decodes an amber payload from bytes or any C-contiguous buffer.
 #[pyfunction]
-#[pyo3(signature = (data, *, max_depth = DEFAULT_MAX_DEPTH as i64, max_alloc = None))]
+#[pyo3(
+    signature = (data, *, max_depth = None, max_alloc = None),
+    text_signature = "(data, *, max_depth=1000, max_alloc=None)"
+)]
 fn loads(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
-    max_depth: i64,
-    max_alloc: Option<i64>,
+    max_depth: Option<&Bound<'_, PyAny>>,
+    max_alloc: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let limits = Limits {
         max_depth: check_depth(max_depth)?,
@@ -205,8 +232,11 @@ struct Encoder {
 #[pymethods]
 impl Encoder {
     #[new]
-    #[pyo3(signature = (*, refs = true, max_depth = DEFAULT_MAX_DEPTH as i64))]
-    fn new(refs: bool, max_depth: i64) -> PyResult<Self> {
+    #[pyo3(
+        signature = (*, refs = true, max_depth = None),
+        text_signature = "(*, refs=True, max_depth=1000)"
+    )]
+    fn new(refs: bool, max_depth: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(Encoder {
             options: encode::Options {
                 refs,
@@ -248,8 +278,14 @@ struct Decoder {
 #[pymethods]
 impl Decoder {
     #[new]
-    #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH as i64, max_alloc = None))]
-    fn new(max_depth: i64, max_alloc: Option<i64>) -> PyResult<Self> {
+    #[pyo3(
+        signature = (*, max_depth = None, max_alloc = None),
+        text_signature = "(*, max_depth=1000, max_alloc=None)"
+    )]
+    fn new(
+        max_depth: Option<&Bound<'_, PyAny>>,
+        max_alloc: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         Ok(Decoder {
             limits: Limits {
                 max_depth: check_depth(max_depth)?,

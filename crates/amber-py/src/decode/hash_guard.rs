@@ -96,16 +96,55 @@ impl PyBuilder<'_> {
             }
             return Err(self.host_failure());
         }
-        let count = self
-            .guard
-            .equal_hashes
-            .entry((container, hash))
-            .or_insert(0);
-        *count += 1;
-        if *count > MAX_EQUAL_HASHES {
+        let before = match self.guard.equal_hashes.get(&(container, hash)) {
+            Some(&n) => n,
+            // The exempt keys (ints below 2^60 hash to themselves) were not counted: the
+            // first counted key with this hash also counts those already present.
+            None => self.exempt_ints_with_hash(container, hash)?,
+        };
+        let count = before + 1;
+        self.guard.equal_hashes.insert((container, hash), count);
+        if count > MAX_EQUAL_HASHES {
             return Err(BuildError::HashLimit);
         }
         Ok(())
+    }
+
+    /// How many exempt int keys of `container` have hash value `hash` (0, 1 or 2: -1 and -2
+    /// both hash to -2).
+    fn exempt_ints_with_hash(
+        &mut self,
+        container: usize,
+        hash: ffi::Py_hash_t,
+    ) -> Result<u32, BuildError> {
+        if (hash as i64).unsigned_abs() >= SELF_HASHING_INT as u64 {
+            return Ok(0);
+        }
+        let candidates: &[i64] = if hash == -2 {
+            &[-2, -1]
+        } else {
+            &[hash as i64]
+        };
+        let container = container as *mut ffi::PyObject;
+        let mut found = 0;
+        for &v in candidates {
+            // SAFETY: plain constructor; NULL only with an exception set.
+            let int = self.own(unsafe { ffi::PyLong_FromLongLong(v) })?;
+            // SAFETY: container is the live dict or set being filled (the caller holds it).
+            let present = unsafe {
+                if ffi::PyDict_CheckExact(container) != 0 {
+                    ffi::PyDict_Contains(container, int.as_ptr())
+                } else {
+                    ffi::PySet_Contains(container, int.as_ptr())
+                }
+            };
+            match present {
+                1 => found += 1,
+                0 => {}
+                _ => return Err(self.host_failure()),
+            }
+        }
+        Ok(found)
     }
 
     /// Roughly how many element hashes hashing `obj` costs (CPython caches str, bytes and

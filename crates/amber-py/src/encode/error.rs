@@ -83,10 +83,15 @@ impl EncodeFail {
     #[cold]
     pub fn finish(mut self, refs: bool) -> Self {
         if let (FailKind::TooDeep(_), false) = (&self.kind, refs) {
-            let mut seen = self.containers.clone();
-            seen.sort_unstable();
-            if seen.windows(2).any(|w| w[0] == w[1]) {
+            // Outermost first: the first container met again closes the cycle; the path is
+            // cut there, so it names where the cycle is rather than where the limit hit.
+            let outer_first: Vec<usize> = self.containers.iter().rev().copied().collect();
+            let mut seen = rustc_hash::FxHashSet::default();
+            if let Some(repeat) = outer_first.iter().position(|c| !seen.insert(*c)) {
                 self.kind = FailKind::Cycle;
+                let keep = self.path.len() - repeat;
+                self.path.drain(..keep);
+                self.containers.drain(..keep);
             }
         }
         self
