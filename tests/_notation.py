@@ -1,0 +1,220 @@
+"""Build Python objects from the test-vector notation of spec/vectors/*.json.
+
+Notation (see spec/format.md):
+    null / true / false                 None / True / False
+    {"int": "123"}                      int (decimal string, any size)
+    {"float": "3ff0000000000000"}       float from 16 hex digits (big-endian IEEE-754 bits)
+    {"complex": [bits, bits]}           complex(real, imag), each part as "float" bits
+    {"str": "text"}                     str
+    {"str_cp": [0x61, 0xD800]}          str from code points (lone surrogates allowed)
+    {"bytes": "00ff"}                   bytes from hex
+    {"bytearray": "00ff"}               bytearray from hex
+    {"list" | "tuple" | "set" | "frozenset": [V, ...]}
+    {"dict": [[K, V], ...]}
+    {"anchor": "a", "value": V}         defines shared object "a"
+    {"ref": "a"}                        the object "a" itself (may appear inside V: cycles)
+
+Cycles through immutable containers are built the way pickle builds them: mutable containers
+are created empty and registered before their children are built; when a reference to an
+immutable container that is still being built is met, the container is built again right
+there (the "inner" occurrence, which becomes the real object), and the outer construction is
+discarded in favour of it.
+
+Note: a notation node without an anchor is still one object (memoized by node identity); each
+JSON node occurs once in the parsed document, so this only matters for such rebuilds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+VECTORS_DIR = Path(__file__).resolve().parent.parent / "spec" / "vectors"
+
+
+class NotationError(Exception):
+    pass
+
+
+def float_from_bits(bits: str) -> float:
+    if not isinstance(bits, str) or len(bits) != 16:
+        raise NotationError(f"float bits must be 16 hex digits, got {bits!r}")
+    return struct.unpack(">d", bytes.fromhex(bits))[0]
+
+
+def bits_of_float(x: float) -> str:
+    return struct.pack(">d", x).hex()
+
+
+class _Builder:
+    """Builds like pickle: every container node is memoized by the identity of its notation node
+    (mutable ones before their children are built), so an immutable container met again while
+    it is being built is built a second time (the inner occurrence) and the outer one is
+    replaced by it."""
+
+    def __init__(self, root: Any) -> None:
+        self.names: dict[str, Any] = {}
+        self.built: dict[int, Any] = {}
+        self.depth = 0
+        self._scan(root)
+
+    def _scan(self, root: Any) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, dict):
+                if "anchor" in node:
+                    name = node["anchor"]
+                    if name in self.names:
+                        raise NotationError(f"anchor {name!r} defined twice")
+                    self.names[name] = node["value"]
+                stack.extend(node.values())
+
+    def resolve(self, node: Any) -> Any:
+        for _ in range(100):
+            if isinstance(node, dict) and "anchor" in node:
+                node = node["value"]
+            elif isinstance(node, dict) and "ref" in node:
+                if node["ref"] not in self.names:
+                    raise NotationError(f"reference to undefined anchor {node['ref']!r}")
+                node = self.names[node["ref"]]
+            else:
+                return node
+        raise NotationError("anchor/ref loop")
+
+    def build(self, node: Any) -> Any:
+        self.depth += 1
+        if self.depth > 5000:
+            raise NotationError("notation nests too deeply (a cycle without a mutable?)")
+        try:
+            return self._build(self.resolve(node))
+        finally:
+            self.depth -= 1
+
+    def _build(self, node: Any) -> Any:
+        if node is None or isinstance(node, bool):
+            return node
+        if not isinstance(node, dict) or len(node) != 1:
+            raise NotationError(f"unexpected notation node {node!r}")
+        key = id(node)
+        if key in self.built:
+            return self.built[key]
+        ((kind, arg),) = node.items()
+        obj: Any
+        if kind in ("list", "dict", "set"):
+            obj = {"list": list, "dict": dict, "set": set}[kind]()
+            self.built[key] = obj
+            if kind == "list":
+                for child in arg:
+                    obj.append(self.build(child))
+            elif kind == "set":
+                for child in arg:
+                    obj.add(self.build(child))
+            else:
+                for pair in arg:
+                    k, v = pair
+                    k_obj = self.build(k)
+                    obj[k_obj] = self.build(v)
+            return obj
+        if kind in ("tuple", "frozenset"):
+            items = [self.build(child) for child in arg]
+            if key in self.built:
+                # an inner occurrence was built while building our children: it is the object
+                return self.built[key]
+            obj = tuple(items) if kind == "tuple" else frozenset(items)
+        elif kind == "int":
+            obj = int(arg)
+        elif kind == "float":
+            obj = float_from_bits(arg)
+        elif kind == "complex":
+            re, im = arg
+            obj = complex(float_from_bits(re), float_from_bits(im))
+        elif kind == "str":
+            obj = "".join(list(arg))  # a fresh str object, not the one held by the parsed JSON
+        elif kind == "str_cp":
+            obj = "".join(chr(c) for c in arg)
+        elif kind == "bytes":
+            obj = bytes.fromhex(arg)
+        elif kind == "bytearray":
+            obj = bytearray.fromhex(arg)
+        else:
+            raise NotationError(f"unknown notation kind {kind!r}")
+        self.built[key] = obj
+        return obj
+
+
+def build(node: Any) -> Any:
+    """Build the Python object described by a notation node."""
+    return _Builder(node).build(node)
+
+
+def build_unshared(node: Any) -> Any:
+    """Build with every {"ref"} replaced by a fresh copy of its anchor's value: the graph a
+    refs=False payload decodes to. Raises NotationError for a cyclic value."""
+    names = _Builder(node).names
+
+    def expand(n: Any, depth: int) -> Any:
+        if depth > 1000:
+            raise NotationError("cyclic value cannot be built without sharing")
+        if isinstance(n, list):
+            return [expand(c, depth + 1) for c in n]
+        if isinstance(n, dict):
+            if "anchor" in n:
+                return expand(n["value"], depth + 1)
+            if "ref" in n:
+                return expand(copy.deepcopy(names[n["ref"]]), depth + 1)
+            return {k: expand(v, depth + 1) for k, v in n.items()}
+        return n
+
+    return build(expand(node, 0))
+
+
+def _vector_list(doc: Any, path: Path) -> list[dict[str, Any]]:
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, dict):
+        for key in ("vectors", "values", "errors", "cases", "tests"):
+            if isinstance(doc.get(key), list):
+                return doc[key]
+    raise NotationError(f"{path.name}: cannot find the list of vectors")
+
+
+def load_vectors(filename: str) -> list[dict[str, Any]]:
+    """Load a vector file; returns [] if it does not exist yet (callers assert non-empty)."""
+    path = VECTORS_DIR / filename
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8") as f:
+        doc = json.load(f)
+    vectors = _vector_list(doc, path)
+    for i, v in enumerate(vectors):
+        v.setdefault("name", f"{filename}[{i}]")
+    return vectors
+
+
+def vector_hex(v: dict[str, Any]) -> str:
+    for key in ("hex", "bytes", "encoded", "data"):
+        if isinstance(v.get(key), str):
+            return "".join(v[key].split())
+    raise NotationError(f"vector {v.get('name')!r} has no hex field")
+
+
+def vector_bytes(v: dict[str, Any]) -> bytes:
+    return bytes.fromhex(vector_hex(v))
+
+
+def vector_options(v: dict[str, Any]) -> dict[str, Any]:
+    opts = v.get("options") or v.get("opts") or {}
+    return dict(opts)
+
+
+def split_options(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split vector options into (dumps options, loads options)."""
+    enc = {k: v for k, v in opts.items() if k in ("refs", "max_depth")}
+    dec = {k: v for k, v in opts.items() if k in ("max_depth", "max_alloc")}
+    return enc, dec

@@ -1,0 +1,256 @@
+"""A small, slow reference encoder written from the design brief (spec/format.md).
+
+It exists so that tests can assert the exact bytes amber.dumps must produce for graphs drawn at
+random (the encoder's choices are fixed by the spec: shortest tag forms, FLOAT32 when exact,
+REF on the second meeting of an object with the TRACKED bit set on its first tag, SUPERSEDE
+for the copies of tuples met again while being written, found by a first pass).
+
+Unsupported is raised for graphs amber cannot encode (unsupported types, depth, refs=False
+cycles).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+MAGIC = b"\xab\x41\x01"
+
+NONE, FALSE, TRUE, REF, SUPERSEDE = 0x90, 0x91, 0x92, 0x93, 0x94
+SHORT_STR, SHORT_LIST, SHORT_TUPLE, SHORT_DICT = 0x40, 0x58, 0x5C, 0x60
+STR, STR_SURROGATES, BYTES, BYTEARRAY = 0x68, 0x69, 0x6A, 0x6B
+INT, BIGINT, FLOAT64, FLOAT32, COMPLEX = 0x6C, 0x6D, 0x6E, 0x6F, 0x70
+LIST, TUPLE, DICT, SET, FROZENSET = 0x71, 0x72, 0x73, 0x74, 0x75
+TRACKED = 0x80
+
+
+class Unsupported(Exception):
+    """The reference encoder does not model this graph (or it is not encodable)."""
+
+
+def varint(n: int) -> bytes:
+    if n < 0 or n >= 1 << 64:
+        raise ValueError(n)
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def zigzag(n: int) -> int:
+    return ((n << 1) ^ (n >> 63)) & ((1 << 64) - 1)
+
+
+def encode_int(n: int) -> bytes:
+    """Bytes of an int (without REF handling)."""
+    if 0 <= n <= 63:
+        return bytes([n])
+    if -16 <= n < 0:
+        return bytes([n + 0x90])
+    if -(1 << 63) <= n < (1 << 63):
+        return bytes([INT]) + varint(zigzag(n))
+    length = ((n if n >= 0 else ~n).bit_length() + 8) // 8
+    return bytes([BIGINT]) + varint(length) + n.to_bytes(length, "little", signed=True)
+
+
+def float32_exact(x: float) -> bytes | None:
+    if x != x:
+        return None
+    try:
+        b = struct.pack("<f", x)
+    except OverflowError:
+        return None
+    if struct.pack("<d", struct.unpack("<f", b)[0]) != struct.pack("<d", x):
+        return None
+    return b
+
+
+def encode_float(x: float) -> bytes:
+    b = float32_exact(x)
+    if b is not None:
+        return bytes([FLOAT32]) + b
+    return bytes([FLOAT64]) + struct.pack("<d", x)
+
+
+def encode_str(s: str) -> bytes:
+    try:
+        data = s.encode("utf-8")
+    except UnicodeEncodeError:
+        data = s.encode("utf-8", "surrogatepass")
+        return bytes([STR_SURROGATES]) + varint(len(data)) + data
+    if len(data) <= 23:
+        return bytes([SHORT_STR + len(data)]) + data
+    return bytes([STR]) + varint(len(data)) + data
+
+
+def _inline(obj: Any) -> bool:
+    """Values the reference encoder never memoizes (spec section 6.4, rules 1 and 3)."""
+    t = type(obj)
+    if obj is None or t is bool:
+        return True
+    if t is int and -16 <= obj <= 256:
+        return True
+    return t in (str, bytes, tuple) and len(obj) == 0
+
+
+class _Encoder:
+    def __init__(self, refs: bool, max_depth: int, copies: set[int]) -> None:
+        self.out = bytearray(MAGIC)
+        self.refs = refs
+        self.max_depth = max_depth
+        self.memo: dict[int, int] = {}  # id -> absolute offset of the real occurrence's tag
+        self.keep: list[Any] = []  # keeps ids alive
+        self.stack: set[int] = set()  # containers being written (refs=False cycle check)
+        self.copies = copies  # occurrence numbers (tuples/frozensets) known to be copies
+        self.found_copies: set[int] = set()
+        self.occurrence = 0
+
+    def ref(self, obj: Any) -> bool:
+        pos = self.memo.get(id(obj)) if self.refs else None
+        if pos is None:
+            return False
+        self.out[pos] |= TRACKED
+        self.out.append(REF)
+        self.out += varint(pos - len(MAGIC))
+        return True
+
+    def remember(self, obj: Any, pos: int) -> None:
+        if self.refs:
+            self.memo[id(obj)] = pos
+            self.keep.append(obj)
+
+    def write(self, obj: Any, level: int) -> None:
+        """Write obj; `level` is the number of nesting levels open around it."""
+        t = type(obj)
+        if _inline(obj):
+            if obj is None:
+                self.out.append(NONE)
+            elif t is bool:
+                self.out.append(TRUE if obj else FALSE)
+            elif t is int:
+                self.out += encode_int(obj)
+            elif t is str:
+                self.out.append(SHORT_STR)
+            elif t is bytes:
+                self.out += bytes([BYTES, 0])
+            else:
+                if level + 1 > self.max_depth:
+                    raise Unsupported("depth")
+                self.out.append(SHORT_TUPLE)
+            return
+        if self.ref(obj):
+            return
+        pos = len(self.out)
+        if t is int:
+            self.out += encode_int(obj)
+        elif t is float:
+            self.out += encode_float(obj)
+        elif t is complex:
+            self.out.append(COMPLEX)
+            self.out += struct.pack("<dd", obj.real, obj.imag)
+        elif t is str:
+            self.out += encode_str(obj)
+        elif t is bytes:
+            self.out.append(BYTES)
+            self.out += varint(len(obj)) + obj
+        elif t is bytearray:
+            self.out.append(BYTEARRAY)
+            self.out += varint(len(obj)) + obj
+        elif t in (list, dict, set):
+            self.write_container(obj, t, level)
+            return
+        elif t in (tuple, frozenset):
+            self.write_immutable(obj, t, level)
+            return
+        else:
+            raise Unsupported(f"unsupported type {t.__qualname__}")
+        self.remember(obj, pos)
+
+    def write_header(self, obj: Any, t: type) -> None:
+        n = len(obj)
+        if t is list:
+            self.out += bytes([SHORT_LIST + n]) if n <= 3 else bytes([LIST]) + varint(n)
+        elif t is tuple:
+            self.out += bytes([SHORT_TUPLE + n]) if n <= 3 else bytes([TUPLE]) + varint(n)
+        elif t is dict:
+            self.out += bytes([SHORT_DICT + n]) if n <= 7 else bytes([DICT]) + varint(n)
+        elif t is set:
+            self.out += bytes([SET]) + varint(n)
+        else:
+            self.out += bytes([FROZENSET]) + varint(n)
+
+    def write_children(self, obj: Any, t: type, level: int) -> None:
+        oid = id(obj)
+        if oid in self.stack:
+            if self.refs:
+                raise AssertionError("re-entry with refs=True is handled by the memo")
+            raise Unsupported("cycle with refs=False")
+        self.stack.add(oid)
+        try:
+            if t is dict:
+                for k, v in obj.items():
+                    self.write(k, level)
+                    self.write(v, level)
+            else:
+                for item in obj:
+                    self.write(item, level)
+        finally:
+            self.stack.discard(oid)
+
+    def write_container(self, obj: Any, t: type, level: int) -> None:
+        if level + 1 > self.max_depth:
+            raise Unsupported("depth")
+        self.remember(obj, len(self.out))
+        self.write_header(obj, t)
+        self.write_children(obj, t, level + 1)
+
+    def write_immutable(self, obj: Any, t: type, level: int) -> None:
+        number = self.occurrence
+        self.occurrence += 1
+        is_copy = number in self.copies
+        if is_copy:
+            level += 1
+            if level > self.max_depth:
+                raise Unsupported("depth")
+            self.out.append(SUPERSEDE)
+        if level + 1 > self.max_depth:
+            raise Unsupported("depth")
+        pos = len(self.out)
+        self.write_header(obj, t)
+        if self.refs:
+            # a nested meeting is written in full: it is not in the memo yet
+            self.write_children_refs(obj, t, level + 1)
+        else:
+            self.write_children(obj, t, level + 1)
+        if self.refs and id(obj) in self.memo:
+            # a nested occurrence completed first and became the real object: this is a copy
+            if not is_copy:
+                self.found_copies.add(number)  # pass 1: output will be discarded
+            elif not self.ref(obj):
+                raise AssertionError("unreachable")
+            return
+        if is_copy:
+            raise Unsupported("occurrence numbering differs between passes")
+        self.remember(obj, pos)
+
+    def write_children_refs(self, obj: Any, t: type, level: int) -> None:
+        for item in obj:
+            self.write(item, level)
+
+
+def ref_dumps(obj: Any, *, refs: bool = True, max_depth: int = 1000) -> bytes:
+    """Reference encoding of obj (spec sections 4-6), or raise Unsupported."""
+    enc = _Encoder(refs, max_depth, set())
+    enc.write(obj, 0)
+    if not enc.found_copies:
+        return bytes(enc.out)
+    enc2 = _Encoder(refs, max_depth, enc.found_copies)
+    enc2.write(obj, 0)
+    if enc2.found_copies:
+        raise Unsupported("second pass found new copies")
+    return bytes(enc2.out)

@@ -1,0 +1,205 @@
+"""Hypothesis strategies for amber object graphs (with sharing and cycles)."""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+from hypothesis import strategies as st
+
+CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def _nan(sign: int, quiet: int, payload: int) -> float:
+    bits = (sign << 63) | (0x7FF << 52) | (quiet << 51) | payload
+    if bits & ((1 << 52) - 1) == 0:
+        bits |= 1
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+nan_floats = st.builds(_nan, st.integers(0, 1), st.integers(0, 1), st.integers(0, (1 << 51) - 1))
+floats = st.one_of(
+    st.floats(),
+    nan_floats,
+    st.sampled_from([0.0, -0.0, math.inf, -math.inf, 5e-324, 1.7976931348623157e308, 0.5, 0.1]),
+    st.floats(width=32),
+)
+ints = st.one_of(
+    st.integers(-20, 70),
+    st.integers(-(2**64), 2**64),
+    st.integers(-(2**300), 2**300),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1, 2**64, -(2**64)]),
+)
+surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+texts = st.one_of(
+    st.text(max_size=30),
+    st.lists(st.one_of(st.characters(), surrogates), max_size=30).map("".join),
+    st.integers(0, 40).map(lambda n: "x" * n),
+)
+complexes = st.builds(complex, floats, floats)
+
+hashable_atoms = st.one_of(
+    st.none(), st.booleans(), ints, floats, complexes, texts, st.binary(max_size=40)
+)
+atoms = st.one_of(hashable_atoms, st.binary(max_size=40).map(bytearray))
+
+hashables = st.recursive(
+    hashable_atoms,
+    lambda c: st.one_of(
+        st.lists(c, max_size=5).map(tuple),
+        st.frozensets(c, max_size=5),
+    ),
+    max_leaves=12,
+)
+
+trees = st.recursive(
+    atoms,
+    lambda c: st.one_of(
+        st.lists(c, max_size=6),
+        st.lists(c, max_size=6).map(tuple),
+        st.dictionaries(hashables, c, max_size=6),
+        st.sets(hashables, max_size=6),
+        st.frozensets(hashables, max_size=6),
+    ),
+    max_leaves=30,
+)
+
+
+def is_hashable(obj: Any) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def reachable(root: Any) -> list[Any]:
+    """Every object reachable from root (each once, by identity), root first."""
+    seen: set[int] = set()
+    out: list[Any] = []
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        out.append(obj)
+        t = type(obj)
+        if t is dict:
+            for k, v in obj.items():
+                stack.append(k)
+                stack.append(v)
+        elif t in CONTAINERS:
+            stack.extend(obj)
+    return out
+
+
+def set_order_may_change(x: Any) -> bool:
+    """Sets of 2+ elements: a rebuilt set may iterate in another order (hash collisions), so
+    re-encoding a decoded graph may legitimately order its elements differently."""
+    return any(type(o) in (set, frozenset) and len(o) > 1 for o in reachable(x))
+
+
+def is_cyclic(root: Any) -> bool:
+    """True if some container reaches itself."""
+    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[tuple[Any, Any]] = [(root, None)]
+    while stack:
+        obj, it = stack[-1]
+        if it is None:
+            if type(obj) not in CONTAINERS:
+                stack.pop()
+                continue
+            st_ = state.get(id(obj))
+            if st_ == 2:
+                stack.pop()
+                continue
+            if st_ == 1:
+                return True
+            state[id(obj)] = 1
+            children = [x for kv in obj.items() for x in kv] if type(obj) is dict else list(obj)
+            it = iter(children)
+            stack[-1] = (obj, it)
+        child = next(it, _END)
+        if child is _END:
+            state[id(obj)] = 2
+            stack.pop()
+            continue
+        if type(child) in CONTAINERS:
+            if state.get(id(child)) == 1:
+                return True
+            if state.get(id(child)) != 2:
+                stack.append((child, None))
+    return False
+
+
+_END = object()
+
+
+@st.composite
+def graphs(draw, base=trees, max_ops: int = 8) -> Any:
+    """A tree from `base`, then random edits that share objects and create cycles."""
+    root = draw(base)
+    if type(root) not in (list, dict) and draw(st.booleans()):
+        root = [root]
+    nodes = reachable(root)
+    n_ops = draw(st.integers(0, max_ops))
+    for _ in range(n_ops):
+        mutables = [o for o in nodes if type(o) in (list, dict, set)]
+        if not mutables:
+            break
+        target = draw(st.sampled_from(mutables))
+        op = draw(st.sampled_from(["share", "share", "self", "tuple_cycle", "new"]))
+        if op == "self" and type(target) is not set:
+            obj: Any = target
+        elif op == "tuple_cycle" and type(target) is list:
+            extra = draw(st.lists(st.sampled_from(nodes), max_size=2))
+            obj = tuple([target, *extra])
+            nodes.append(obj)
+        elif op == "new":
+            obj = draw(trees)
+            nodes.extend(reachable(obj))
+        else:
+            obj = draw(st.sampled_from(nodes))
+        t = type(target)
+        if t is list:
+            target.insert(draw(st.integers(0, len(target))), obj)
+        elif t is dict:
+            keys = [o for o in nodes if is_hashable(o)]
+            key = draw(st.sampled_from(keys)) if keys and draw(st.booleans()) else draw(hashables)
+            target[key] = obj
+            nodes.append(key)
+        elif is_hashable(obj):
+            target.add(obj)
+    return root
+
+
+@st.composite
+def cyclic_graphs(draw) -> Any:
+    """A graph that certainly has a cycle (possibly through a tuple)."""
+    root = draw(graphs())
+    if type(root) not in (list, dict):
+        root = [root]
+    nodes = reachable(root)
+    mutables = [o for o in nodes if type(o) in (list, dict)]
+    target = draw(st.sampled_from(mutables))
+    ancestors = [
+        o
+        for o in nodes
+        if type(o) in CONTAINERS and o is not target and any(p is target for p in reachable(o))
+    ]
+    choice = draw(st.sampled_from(["self", "root", "tuple", "ancestor"]))
+    if choice == "self":
+        obj: Any = target
+    elif choice == "root":
+        obj = root
+    elif choice == "tuple":
+        obj = (target, draw(st.sampled_from(nodes)))
+    else:
+        obj = draw(st.sampled_from(ancestors)) if ancestors else (target,)
+    if type(target) is list:
+        target.append(obj)
+    else:
+        target[draw(hashables)] = obj
+    return root

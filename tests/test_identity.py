@@ -1,0 +1,354 @@
+"""Shared references and cycles: identity survives a round trip (refs=True), and refs=False."""
+
+from __future__ import annotations
+
+import amber
+import pytest
+from _ref import ref_dumps
+
+H = b"\xab\x41\x01"
+
+
+def fresh_str(s: str) -> str:
+    """A new str object equal to s (literals are shared constants, so build one at runtime)."""
+    return "".join(list(s)) if len(s) > 1 else s
+
+
+def roundtrip(value, graph_diff):
+    data = amber.dumps(value)
+    out = amber.loads(data)
+    diff = graph_diff(value, out)
+    assert diff is None, diff
+    return data, out
+
+
+def test_shared_list_twice(graph_diff):
+    a = [1, 2]
+    data, u = roundtrip([a, a], graph_diff)
+    assert data == H + b"\x5a\xda\x01\x02\x93\x01"
+    assert u[0] is u[1]
+    u[0].append(3)
+    assert u[1] == [1, 2, 3]
+
+
+def test_equal_but_distinct_stay_distinct(graph_diff):
+    data, u = roundtrip([[1], [1], fresh_str("x" * 30), fresh_str("x" * 30)], graph_diff)
+    assert u[0] is not u[1]
+    assert u[2] == u[3] and u[2] is not u[3]
+    assert 0x93 not in data[3:]
+
+
+def test_shared_str_keys(graph_diff):
+    keys = [fresh_str("name"), fresh_str("a-rather-long-key-name-over-23-bytes")]
+    rows = [{keys[0]: i, keys[1]: -i} for i in range(5)]
+    data, u = roundtrip(rows, graph_diff)
+    assert data == ref_dumps(rows)
+    for row in u[1:]:
+        for k_first, k_row in zip(u[0], row, strict=True):
+            assert k_first is k_row
+
+
+def test_shared_scalars(graph_diff):
+    big = 10**30
+    mid = 1000 + len(str(big))  # a non-cached int object
+    f = 1.5 + len(str(big))
+    z = complex(f, -f)
+    s = fresh_str("shared string")
+    b = bytes(fresh_str("shared bytes"), "ascii")
+    ba = bytearray(b"shared bytearray")
+    value = [big, mid, f, z, s, b, ba, big, mid, f, z, s, b, ba]
+    data, u = roundtrip(value, graph_diff)
+    assert data == ref_dumps(value)
+    for i in range(7):
+        assert u[i] is u[i + 7], i
+    u[6].append(0)
+    assert u[13][-1] == 0
+
+
+def test_empty_singletons_never_referenced(graph_diff):
+    e = ()
+    data, _ = roundtrip([e, e, "", "", b"", b""], graph_diff)
+    assert data == H + b"\x71\x06\x5c\x5c\x40\x40\x6a\x00\x6a\x00"
+
+
+def test_shared_empty_mutables(graph_diff):
+    a, d, s, ba = [], {}, set(), bytearray()
+    value = [a, d, s, ba, a, d, s, ba]
+    data, u = roundtrip(value, graph_diff)
+    assert data == ref_dumps(value)
+    for i in range(4):
+        assert u[i] is u[i + 4]
+    assert u[0] is not u[1]
+
+
+def test_list_contains_itself(graph_diff):
+    a = [1]
+    a.append(a)
+    data, u = roundtrip(a, graph_diff)
+    assert data == H + b"\xda\x01\x93\x00"
+    assert u[1] is u
+
+
+def test_dict_contains_itself(graph_diff):
+    d = {"x": 1}
+    d["self"] = d
+    data, u = roundtrip(d, graph_diff)
+    assert data == ref_dumps(d)
+    assert u["self"] is u
+
+
+def test_mutual_cycle(graph_diff):
+    a, b = [], {}
+    a.append(b)
+    b["a"] = a
+    b["b"] = b
+    data, u = roundtrip([a, b], graph_diff)
+    assert data == ref_dumps([a, b])
+    assert u[0][0] is u[1]
+    assert u[1]["a"] is u[0]
+    assert u[1]["b"] is u[1]
+
+
+def test_set_contains_tuple_shared_elsewhere(graph_diff):
+    t = (1, fresh_str("tuple member"))
+    value = [{t, 2}, t, frozenset({t})]
+    data, u = roundtrip(value, graph_diff)
+    assert data == ref_dumps(value)
+    (elem,) = [e for e in u[0] if isinstance(e, tuple)]
+    assert elem is u[1]
+    assert next(iter(u[2])) is u[1]
+
+
+def test_tuple_key_shared_with_value(graph_diff):
+    k = (1, 2, 3, 4)
+    value = {k: k, "again": k}
+    data, u = roundtrip(value, graph_diff)
+    assert data == ref_dumps(value)
+    key = next(iter(u))
+    assert u[key] is key
+    assert u["again"] is key
+
+
+def test_frozenset_tuple_nesting_shared(graph_diff):
+    inner = (1, fresh_str("x" * 5))
+    fs = frozenset({inner, 7})
+    tt = (fs, fs, inner)
+    value = [tt, fs, {fs: tt}, {tt}, inner]
+    data, u = roundtrip(value, graph_diff)
+    assert data == ref_dumps(value)
+    assert u[0][0] is u[0][1] is u[1]
+    assert next(iter(u[2])) is u[1]
+    assert u[2][u[1]] is u[0]
+    assert next(iter(u[3])) is u[0]
+    assert u[0][2] is u[4]
+    assert any(e is u[4] for e in u[1])
+
+
+def test_tuple_cycle_through_list(graph_diff):
+    t = ([],)
+    t[0].append(t)
+    data, u = roundtrip(t, graph_diff)
+    assert data == H + bytes.fromhex("94 5D D9 DD 93 02 93 03")
+    assert type(u) is tuple
+    assert u[0][0] is u
+
+
+def test_tuple_cycle_decoded_from_worked_example():
+    u = amber.loads(H + bytes.fromhex("94 5D D9 DD 93 02 93 03"))
+    assert type(u) is tuple and len(u) == 1
+    assert type(u[0]) is list and len(u[0]) == 1
+    assert u[0][0] is u
+
+
+def test_tuple_cycle_referenced_again(graph_diff):
+    t = ([], 5)
+    t[0].append(t)
+    value = [t, t, t[0], {"k": t}]
+    data, u = roundtrip(value, graph_diff)
+    assert data == ref_dumps(value)
+    assert u[0] is u[1] is u[3]["k"]
+    assert u[0][0] is u[2]
+    assert u[2][0] is u[0]
+
+
+def test_tuple_cycle_through_dict(graph_diff):
+    t = ({},)
+    t[0]["me"] = t
+    data, u = roundtrip(t, graph_diff)
+    assert data == ref_dumps(t)
+    assert u[0]["me"] is u
+
+
+def test_tuple_cycle_list_holds_tuple_twice(graph_diff):
+    t = ([],)
+    t[0].append(t)
+    t[0].append(t)
+    _, u = roundtrip(t, graph_diff)
+    assert u[0][0] is u and u[0][1] is u
+
+
+def test_tuple_cycle_two_paths(graph_diff):
+    """Re-entry into the tuple through two different lists (pickle nests its POP here)."""
+    t = ([], [])
+    t[0].append(t)
+    t[1].append(t)
+    data, u = roundtrip(t, graph_diff)
+    # spec/format.md section 6.5, "a general example": the middle occurrence is a copy too
+    assert data == H + bytes.fromhex("94 5e d9 94 5e 93 02 d9 de 93 02 93 07 93 08 93 07 93 08")
+    assert u[0][0] is u and u[1][0] is u
+
+
+def test_nested_tuple_cycle(graph_diff):
+    t = ([],)
+    t2 = (t, "two")
+    t[0].append(t2)
+    for root in (t, t2, [t, t2], [t2, t]):
+        roundtrip(root, graph_diff)
+
+
+def test_nested_tuple_cycle_identities(graph_diff):
+    t = ([],)
+    t2 = (t, "two")
+    t[0].append(t2)
+    _, u = roundtrip([t, t2], graph_diff)
+    assert u[0][0][0] is u[1]
+    assert u[1][0] is u[0]
+
+
+def test_deep_shared_dag_is_linear():
+    node: list = [0]
+    for _ in range(40):
+        node = [node, node]  # 2**40 paths, 41 distinct objects
+    data = amber.dumps(node)
+    assert len(data) < 400
+    u = amber.loads(data)
+    for _ in range(40):
+        assert u[0] is u[1]
+        u = u[0]
+    assert u == [0]
+
+
+def test_ref_to_complete_tuple_decodes_same_object():
+    u = amber.loads(H + bytes.fromhex("5A DD 01 93 01"))
+    assert u == [(1,), (1,)]
+    assert u[0] is u[1]
+
+
+def test_supersede_of_any_value_then_ref():
+    u = amber.loads(H + bytes.fromhex("5A C1 61 94 90 93 01"))
+    assert u == ["a", "a"]
+    assert u[0] is u[1]
+
+
+# --------------------------------------------------------------------------- refs=False
+
+
+def test_refs_false_writes_shared_twice(graph_diff):
+    a = [1, 2, 3, 4, fresh_str("a shared string of some length")]
+    value = [a, a, {"k": a}]
+    with_refs = amber.dumps(value)
+    without = amber.dumps(value, refs=False)
+    assert len(without) > len(with_refs)
+    assert without == ref_dumps(value, refs=False)
+    u = amber.loads(without)
+    assert u[0] == u[1] == u[2]["k"] == a
+    assert u[0] is not u[1]
+    assert u[0] is not u[2]["k"]
+    assert u[0][4] is not u[1][4]
+
+
+def test_refs_false_no_tracked_bits():
+    s = fresh_str("shared string value")
+    value = [s, s, 10**20, [s]]
+    data = amber.dumps(value, refs=False)
+    assert data == ref_dumps(value, refs=False)
+    assert amber.Encoder(refs=False).encode(value) == data
+    out = amber.loads(data)
+    assert out == value and out[0] is not out[1]
+
+
+def test_refs_false_cycle_list_raises_encode_error():
+    a: list = []
+    a.append(a)
+    with pytest.raises(amber.EncodeError) as info:
+        amber.dumps(a, refs=False)
+    assert not isinstance(info.value, RecursionError)
+    assert "cycle" in str(info.value).lower()
+    # spec 6.6: the cycle is detected where the object is met again while being written
+    assert info.value.path == "root[0]"
+    assert "root[0]" in str(info.value)
+
+
+def test_refs_false_cycle_dict_raises_encode_error():
+    d: dict = {}
+    d["me"] = [d]
+    with pytest.raises(amber.EncodeError) as info:
+        amber.dumps(d, refs=False)
+    assert "cycle" in str(info.value).lower()
+    assert info.value.path == 'root["me"][0]'
+    assert 'root["me"][0]' in str(info.value)
+
+
+def test_refs_false_tuple_cycle_path():
+    t = ([],)
+    t[0].append(t)
+    with pytest.raises(amber.EncodeError) as info:
+        amber.dumps(t, refs=False)
+    assert "cycle" in str(info.value).lower()
+    assert "root[0][0]" in str(info.value)
+    assert info.value.path == "root[0][0]"
+
+
+def test_refs_false_deep_cycle_is_encode_error_not_recursion():
+    head: list = []
+    node = head
+    for _ in range(500):
+        nxt: list = []
+        node.append(nxt)
+        node = nxt
+    node.append(head)
+    with pytest.raises(amber.EncodeError):
+        amber.dumps(head, refs=False)
+    # with refs the same graph is fine
+    u = amber.loads(amber.dumps(head))
+    node = u
+    for _ in range(501):
+        node = node[0]
+    assert node is u
+
+
+@pytest.mark.parametrize(
+    ("body", "check"),
+    [
+        ("94 dd 01 93 01", lambda u: u == (1,)),  # the SUPERSEDE's A itself is the target
+        ("5a c0 93 01", lambda u: u == ["", ""] and u[0] is u[1]),  # tracked empty str
+        ("5a dc 93 01", lambda u: u == [(), ()]),  # tracked empty tuple
+        ("d8", lambda u: u == []),  # TRACKED bit that no REF targets
+        ("c1 61", lambda u: u == "a"),
+        ("e1 01 93 00", lambda u: u[1] is u),  # dict holding itself as a value
+        ("5a f4 00 93 01", lambda u: u[0] is u[1] and u[0] == set()),
+        ("5a eb 01 61 93 01", lambda u: u[0] is u[1] and u[0] == bytearray(b"a")),
+        ("5a 94 d9 90 93 02 93 02", lambda u: u[0] is u[1] == [None]),  # ref into SUPERSEDE's A
+        (
+            "62 6e 00 00 00 00 00 00 f8 7f 90 6e 00 00 00 00 00 00 f8 7f 91",
+            lambda u: len(u) == 2,  # two distinct NaN objects are two keys
+        ),
+        ("5a 6c 0a 6c 0a", lambda u: u == [5, 5]),  # non-minimal INT forms are accepted
+    ],
+    ids=[
+        "supersede_self",
+        "tracked_empty_str",
+        "tracked_empty_tuple",
+        "unreferenced_tracked",
+        "tracked_short_str",
+        "dict_self_value",
+        "shared_set",
+        "shared_bytearray",
+        "ref_into_supersede_copy",
+        "two_nans",
+        "int_form_for_small",
+    ],
+)
+def test_decoder_accepts_valid_handmade_payloads(body, check):
+    u = amber.loads(H + bytes.fromhex(body))
+    assert check(u), u
