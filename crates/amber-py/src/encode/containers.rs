@@ -1,6 +1,6 @@
 //! list, tuple, dict, set, frozenset.
 
-use amber_format::ImmutableStart;
+use amber_format::{ImmutableStart, ImmutableToken};
 use pyo3_ffi as ffi;
 
 use super::error::key_label;
@@ -32,24 +32,9 @@ impl PyEncoder<'_> {
     pub(super) fn tuple(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact tuple.
         let n = unsafe { ffi::PyTuple_GET_SIZE(obj) };
-        let token = match self.tracker.as_mut() {
-            Some(tracker) if n > 0 && (tracker.track_everything() || shared(obj)) => {
-                match tracker.begin_immutable(obj as usize, &mut self.writer) {
-                    ImmutableStart::Ref(offset) => {
-                        self.writer.reference(offset);
-                        return Ok(());
-                    }
-                    ImmutableStart::Write(token) => Some(token),
-                    ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),
-                }
-            }
-            _ => None,
+        let Some(token) = self.begin_immutable(obj, n > 0)? else {
+            return Ok(());
         };
-        let wrapped = token.is_some_and(|t| t.is_superseded());
-        if wrapped {
-            self.enter()?;
-        }
-        self.enter()?;
         self.writer.tuple_header(n as usize);
         for i in 0..n {
             // SAFETY: 0 <= i < n = len(tuple); the item is borrowed from the tuple.
@@ -57,13 +42,7 @@ impl PyEncoder<'_> {
             self.nested_value(item)
                 .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
         }
-        self.leave();
-        if wrapped {
-            self.leave();
-        }
-        if let (Some(token), Some(tracker)) = (token, self.tracker.as_mut()) {
-            tracker.end_immutable(obj as usize, token, &mut self.writer);
-        }
+        self.end_immutable(obj, token);
         Ok(())
     }
 
@@ -95,30 +74,17 @@ impl PyEncoder<'_> {
 
     pub(super) fn set(&mut self, obj: *mut ffi::PyObject, frozen: bool) -> Result<(), EncodeFail> {
         let token = if frozen {
-            match self.tracker.as_mut() {
-                Some(tracker) if tracker.track_everything() || shared(obj) => {
-                    match tracker.begin_immutable(obj as usize, &mut self.writer) {
-                        ImmutableStart::Ref(offset) => {
-                            self.writer.reference(offset);
-                            return Ok(());
-                        }
-                        ImmutableStart::Write(token) => Some(token),
-                        ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),
-                    }
-                }
-                _ => None,
-            }
+            let Some(token) = self.begin_immutable(obj, true)? else {
+                return Ok(());
+            };
+            token
         } else {
             if self.write_ref_if_seen(obj) {
                 return Ok(());
             }
+            self.enter()?;
             None
         };
-        let wrapped = token.is_some_and(|t| t.is_superseded());
-        if wrapped {
-            self.enter()?;
-        }
-        self.enter()?;
         // SAFETY: obj is an exact set or frozenset.
         let n = unsafe { ffi::PySet_Size(obj) };
         self.writer.set_header(n as usize, frozen);
@@ -137,13 +103,52 @@ impl PyEncoder<'_> {
         if !unsafe { ffi::PyErr_Occurred() }.is_null() {
             return Err(EncodeFail::python(self.py));
         }
-        self.leave();
-        if wrapped {
-            self.leave();
-        }
-        if let (Some(token), Some(tracker)) = (token, self.tracker.as_mut()) {
-            tracker.end_immutable(obj as usize, token, &mut self.writer);
-        }
+        self.end_immutable(obj, token);
         Ok(())
+    }
+
+    /// Starts a tuple or frozenset (`trackable` false for the empty tuple). `None`: it was
+    /// written before and a `REF` to it is out; otherwise the nesting level is entered and
+    /// the token (if tracked) goes to [`PyEncoder::end_immutable`].
+    #[inline]
+    fn begin_immutable(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        trackable: bool,
+    ) -> Result<Option<Option<ImmutableToken>>, EncodeFail> {
+        let token = match self.tracker.as_mut() {
+            Some(tracker) if trackable && (tracker.track_everything() || shared(obj)) => {
+                match tracker.begin_immutable(obj as usize, &mut self.writer) {
+                    ImmutableStart::Ref(offset) => {
+                        self.writer.reference(offset);
+                        return Ok(None);
+                    }
+                    ImmutableStart::Write(token) => Some(token),
+                    ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),
+                }
+            }
+            _ => None,
+        };
+        // A SUPERSEDE wrapper is a nesting level of its own, as the decoder counts it.
+        if token.is_some_and(|t| t.is_superseded()) {
+            self.enter()?;
+        }
+        self.enter()?;
+        Ok(Some(token))
+    }
+
+    /// Leaves a container's nesting level; for a tracked tuple or frozenset, also tells the
+    /// tracker it is complete.
+    #[inline]
+    fn end_immutable(&mut self, obj: *mut ffi::PyObject, token: Option<ImmutableToken>) {
+        self.leave();
+        if let Some(token) = token {
+            if token.is_superseded() {
+                self.leave();
+            }
+            if let Some(tracker) = self.tracker.as_mut() {
+                tracker.end_immutable(obj as usize, token, &mut self.writer);
+            }
+        }
     }
 }
