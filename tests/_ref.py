@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from _common import varint as raw_varint
+
 MAGIC = b"\xab\x41\x01"
 
 NONE, FALSE, TRUE, REF, SUPERSEDE = 0x90, 0x91, 0x92, 0x93, 0x94
@@ -29,17 +31,10 @@ class Unsupported(Exception):
 
 
 def varint(n: int) -> bytes:
+    """A varint the spec allows (0 <= n < 2**64); `_common.varint` also writes invalid ones."""
     if n < 0 or n >= 1 << 64:
         raise ValueError(n)
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    return raw_varint(n)
 
 
 def zigzag(n: int) -> int:
