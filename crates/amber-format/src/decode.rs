@@ -6,8 +6,10 @@
 //! the bytes left before anything is allocated, and arithmetic on lengths saturates.
 
 use crate::error::{BuildError, DecodeError, ErrorKind};
+use crate::ext::{ExtCode, ExtLayout};
 use crate::header::read_header;
 use crate::limits::{cost, Limits, HARD_MAX_DEPTH};
+use crate::object::{self, NameProblem, ObjectKind, ShapeDef};
 use crate::tag::{Tag, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
 
@@ -69,6 +71,44 @@ pub trait Builder {
     fn set(&mut self, len: usize, frozen: bool) -> Result<Self::Obj, BuildError>;
     /// Adds an element that passed [`Builder::check_key`]; fails for a duplicate.
     fn set_add(&mut self, set: &Self::Obj, item: Self::Obj) -> Result<(), BuildError>;
+
+    /// An EXT value with a [`ExtLayout::Blob`] layout, from its blob.
+    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// An empty EXT value of a [`ExtLayout::CreateFirst`] code; [`Builder::ext_finish`]
+    /// gives it its values.
+    fn ext_begin(&mut self, code: ExtCode) -> Result<Self::Obj, BuildError>;
+    /// Completes a value made by [`Builder::ext_begin`] with its decoded values.
+    fn ext_finish(
+        &mut self,
+        code: ExtCode,
+        obj: &Self::Obj,
+        values: Vec<Self::Obj>,
+    ) -> Result<(), BuildError>;
+    /// An EXT value of a [`ExtLayout::BuildAfter`] code, from its decoded values.
+    fn ext_build(&mut self, code: ExtCode, values: Vec<Self::Obj>)
+        -> Result<Self::Obj, BuildError>;
+
+    /// Learns shape number `index` (numbered from 0 in payload order) before any instance of
+    /// it is built: the place to refuse a class the caller did not allow.
+    fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError>;
+    /// An empty instance of a shape whose kind [`ObjectKind::creates_first`].
+    fn object_begin(&mut self, shape: usize) -> Result<Self::Obj, BuildError>;
+    /// Gives value `index` (in order) to an instance made by [`Builder::object_begin`].
+    fn object_set(
+        &mut self,
+        obj: &Self::Obj,
+        shape: usize,
+        index: usize,
+        value: Self::Obj,
+    ) -> Result<(), BuildError>;
+    /// Completes an instance made by [`Builder::object_begin`] once all its values are set.
+    fn object_finish(&mut self, obj: &Self::Obj, shape: usize) -> Result<(), BuildError>;
+    /// An instance of a shape built from its values (named tuple, enum member, custom type).
+    fn object_build(
+        &mut self,
+        shape: usize,
+        values: Vec<Self::Obj>,
+    ) -> Result<Self::Obj, BuildError>;
 }
 
 /// Decodes one payload with `builder`, enforcing `limits`.
@@ -87,6 +127,7 @@ pub fn decode<B: Builder>(
         allocated: 0,
         max_alloc: limits.alloc_budget(data.len()),
         tracked: Vec::new(),
+        shapes: Vec::new(),
         builder,
     };
     let root = decoder.value()?;
@@ -121,6 +162,8 @@ struct Decoder<'a, B: Builder> {
     max_alloc: u64,
     /// Tracked values in offset order (tags are read in offset order).
     tracked: Vec<TrackedSlot<B::Obj>>,
+    /// Kind and value count of each shape defined so far, by shape number.
+    shapes: Vec<(ObjectKind, usize)>,
     builder: &'a mut B,
 }
 
@@ -149,6 +192,7 @@ fn build_error(e: BuildError, at: usize, what: &str, duplicate: ErrorKind) -> De
             "string bytes are not valid UTF-8",
         ),
         BuildError::Host => DecodeError::new(ErrorKind::Host, at, format!("building a {what} failed")),
+        BuildError::Rejected(kind, detail) => DecodeError::new(kind, at, detail),
     }
 }
 
@@ -454,6 +498,8 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 let n = self.count(at, 1, "set")?;
                 self.nested(|d| d.set(at, n, code == Tag::FrozenSet.code(), slot))?
             }
+            0x76 => self.ext(at, slot)?,
+            0x77 => self.nested(|d| d.object(at, slot))?,
             _ => {
                 return Err(DecodeError::new(
                     ErrorKind::UnknownTag,
@@ -617,9 +663,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
             Some(TrackedSlot { obj: None, .. }) => Err(DecodeError::new(
                 ErrorKind::IncompleteReference,
                 at,
-                format!(
-                    "reference to body offset {target}: a tuple or frozenset still being built"
-                ),
+                format!("reference to body offset {target}: an immutable value still being built"),
             )),
             None => Err(bad(format!(
                 "reference to body offset {target}, which is not the start of a tracked value"
@@ -654,5 +698,212 @@ impl<'a, B: Builder> Decoder<'a, B> {
         let result = self.reference(ref_at);
         self.leave();
         result
+    }
+
+    fn ext(&mut self, at: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
+        let number = self.varint()?;
+        let Some(code) = ExtCode::from_code(number) else {
+            return Err(DecodeError::new(
+                ErrorKind::UnknownExt,
+                at,
+                format!("EXT code {number} is not defined"),
+            ));
+        };
+        let what = code.spec_name();
+        match code.layout() {
+            ExtLayout::Blob => {
+                let n = self.byte_len(at, what)?;
+                self.charge(cost::ext_blob(n as u64), at)?;
+                let blob = self.take(n, what)?;
+                self.builder
+                    .ext_blob(code, blob)
+                    .map_err(|e| host_error(e, at, what))
+            }
+            ExtLayout::CreateFirst(n) => self.nested(|d| {
+                d.enter(at)?;
+                d.check_count(n as u64, at, 1, what)?;
+                d.charge(cost::object(n as u64), at)?;
+                let obj = d
+                    .builder
+                    .ext_begin(code)
+                    .map_err(|e| host_error(e, at, what))?;
+                d.record_early(slot, &obj);
+                let values = d.values(n)?;
+                d.builder
+                    .ext_finish(code, &obj, values)
+                    .map_err(|e| host_error(e, at, what))?;
+                d.leave();
+                Ok(obj)
+            }),
+            ExtLayout::BuildAfter(n) => self.nested(|d| {
+                d.enter(at)?;
+                d.check_count(n as u64, at, 1, what)?;
+                d.charge(cost::object(n as u64), at)?;
+                let values = d.values(n)?;
+                let obj = d
+                    .builder
+                    .ext_build(code, values)
+                    .map_err(|e| host_error(e, at, what))?;
+                d.leave();
+                Ok(obj)
+            }),
+        }
+    }
+
+    /// `n` values in a row, for the build-after constructs.
+    fn values(&mut self, n: usize) -> Result<Vec<B::Obj>, DecodeError> {
+        let mut values = Vec::with_capacity(n);
+        for _ in 0..n {
+            values.push(self.value()?);
+        }
+        Ok(values)
+    }
+
+    fn object(&mut self, at: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
+        let number = self.varint()?;
+        let shape = match number.checked_sub(1) {
+            None => self.shape_definition(at)?,
+            Some(shape) if shape < self.shapes.len() as u64 => shape as usize,
+            Some(shape) => {
+                return Err(DecodeError::new(
+                    ErrorKind::BadShape,
+                    at,
+                    format!(
+                        "OBJECT uses shape {shape}, but only {} shapes are defined so far",
+                        self.shapes.len()
+                    ),
+                ))
+            }
+        };
+        let (kind, n) = self
+            .shapes
+            .get(shape)
+            .copied()
+            .unwrap_or((ObjectKind::State, 1));
+        self.enter(at)?;
+        self.check_count(n as u64, at, 1, "object")?;
+        self.charge(cost::object(n as u64), at)?;
+        let obj = if kind.creates_first() {
+            let obj = self
+                .builder
+                .object_begin(shape)
+                .map_err(|e| host_error(e, at, "object"))?;
+            self.record_early(slot, &obj);
+            for i in 0..n {
+                let value = self.value()?;
+                self.builder
+                    .object_set(&obj, shape, i, value)
+                    .map_err(|e| host_error(e, at, "object"))?;
+            }
+            self.builder
+                .object_finish(&obj, shape)
+                .map_err(|e| host_error(e, at, "object"))?;
+            obj
+        } else {
+            let values = self.values(n)?;
+            self.builder
+                .object_build(shape, values)
+                .map_err(|e| host_error(e, at, "object"))?
+        };
+        self.leave();
+        Ok(obj)
+    }
+
+    /// Reads a shape definition (after an OBJECT's `0`), hands it to the builder and returns
+    /// its number.
+    fn shape_definition(&mut self, at: usize) -> Result<usize, DecodeError> {
+        let index = self.shapes.len();
+        let start = self.pos;
+        let module = self.name(object::dotted_name, "module")?;
+        let qualname = self.name(object::dotted_name, "qualname")?;
+        let kind_at = self.pos;
+        let code = self.byte()?;
+        let Some(kind) = ObjectKind::from_code(code) else {
+            return Err(DecodeError::new(
+                ErrorKind::BadShape,
+                kind_at,
+                format!("object kind {code} is not defined"),
+            ));
+        };
+        let mut fields = Vec::new();
+        if kind.has_fields() {
+            let count_at = self.pos;
+            let n = self.varint()?;
+            if n > object::MAX_FIELDS as u64 {
+                return Err(DecodeError::new(
+                    ErrorKind::BadShape,
+                    count_at,
+                    format!(
+                        "shape declares {n} fields; at most {} are allowed",
+                        object::MAX_FIELDS
+                    ),
+                ));
+            }
+            let n = self.check_count(n, count_at, 2, "shape")?;
+            fields.reserve(n);
+            for _ in 0..n {
+                let name_at = self.pos;
+                let name = self.name(object::field_name, "field name")?;
+                if fields.contains(&name) {
+                    return Err(DecodeError::new(
+                        ErrorKind::BadShape,
+                        name_at,
+                        format!("field {name:?} appears twice in one shape"),
+                    ));
+                }
+                fields.push(name);
+            }
+        }
+        self.charge(cost::shape((self.pos - start) as u64), at)?;
+        let value_count = kind.value_count(fields.len());
+        let def = ShapeDef {
+            module,
+            qualname,
+            kind,
+            fields,
+        };
+        self.builder
+            .define_shape(index, def)
+            .map_err(|e| host_error(e, at, "object"))?;
+        self.shapes.push((kind, value_count));
+        Ok(index)
+    }
+
+    /// A length-prefixed name, checked by `check`.
+    fn name(
+        &mut self,
+        check: fn(&[u8]) -> Result<&str, NameProblem>,
+        what: &str,
+    ) -> Result<String, DecodeError> {
+        let at = self.pos;
+        let n = self.varint()?;
+        if n > object::MAX_NAME_LEN as u64 {
+            return Err(DecodeError::new(
+                ErrorKind::BadName,
+                at,
+                format!("{what} {}", NameProblem::TooLong.describe()),
+            ));
+        }
+        let left = self.remaining();
+        if n > left as u64 {
+            return Err(DecodeError::new(
+                ErrorKind::Truncated,
+                at,
+                format!("{what} declares {n} bytes but {left} are left"),
+            ));
+        }
+        let raw = self.take(n as usize, what)?;
+        match check(raw) {
+            Ok(name) => Ok(name.to_owned()),
+            Err(problem) => Err(DecodeError::new(
+                ErrorKind::BadName,
+                at,
+                format!(
+                    "{what} {:?} {}",
+                    String::from_utf8_lossy(raw),
+                    problem.describe()
+                ),
+            )),
+        }
     }
 }

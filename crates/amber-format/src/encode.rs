@@ -6,7 +6,9 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::ext::ExtCode;
 use crate::header::{HEADER_LEN, PLAIN_HEADER};
+use crate::object::ShapeDef;
 use crate::tag::{self, Tag, TRACKED};
 use crate::varint::{write_varint, zigzag};
 
@@ -196,6 +198,86 @@ impl Writer {
     /// The `SUPERSEDE` prefix: the next value is dropped in favour of the `REF` after it.
     pub fn supersede(&mut self) {
         self.byte(Tag::Supersede.code());
+    }
+
+    /// An EXT atom: tag, code, the blob's length, then the blob.
+    #[inline]
+    pub fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) {
+        self.ext_header(code);
+        write_varint(&mut self.buf, blob.len() as u64);
+        self.buf.extend_from_slice(blob);
+    }
+
+    /// The start of an EXT value: tag and code. Blob codes continue with
+    /// [`Writer::blob_len`] and raw bytes, composite codes with their values.
+    #[inline]
+    pub fn ext_header(&mut self, code: ExtCode) {
+        self.byte(Tag::Ext.code());
+        self.byte(code.code());
+    }
+
+    /// A blob's length varint (after [`Writer::ext_header`]); the caller then appends exactly
+    /// that many bytes with [`Writer::raw`].
+    #[inline]
+    pub fn blob_len(&mut self, n: usize) {
+        write_varint(&mut self.buf, n as u64);
+    }
+
+    /// Bytes copied as they are (blob contents).
+    #[inline]
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Room for `n` more bytes, for callers about to write a large blob piecewise.
+    pub fn reserve(&mut self, n: usize) {
+        self.buf.reserve(n);
+    }
+
+    /// An OBJECT of an already defined shape (numbered from 0); its values follow.
+    #[inline]
+    pub fn object_of_shape(&mut self, shape: usize) {
+        self.byte(Tag::Object.code());
+        write_varint(&mut self.buf, shape as u64 + 1);
+    }
+
+    /// An OBJECT that defines its shape inline; its values follow. The shape's number is the
+    /// count of shapes defined before it in this payload.
+    pub fn object_defining(&mut self, shape: &ShapeDef) {
+        self.object_defining_names(
+            shape.module.as_bytes(),
+            shape.qualname.as_bytes(),
+            shape.kind as u8,
+            shape.fields.iter().map(|f| f.as_bytes()),
+            shape.fields.len(),
+        );
+    }
+
+    /// [`Writer::object_defining`] from borrowed UTF-8 names.
+    pub fn object_defining_names<'n>(
+        &mut self,
+        module: &[u8],
+        qualname: &[u8],
+        kind: u8,
+        fields: impl IntoIterator<Item = &'n [u8]>,
+        field_count: usize,
+    ) {
+        self.byte(Tag::Object.code());
+        self.byte(0);
+        self.name(module);
+        self.name(qualname);
+        self.byte(kind);
+        if crate::object::ObjectKind::from_code(kind).is_some_and(|k| k.has_fields()) {
+            write_varint(&mut self.buf, field_count as u64);
+            for f in fields {
+                self.name(f);
+            }
+        }
+    }
+
+    fn name(&mut self, utf8: &[u8]) {
+        write_varint(&mut self.buf, utf8.len() as u64);
+        self.buf.extend_from_slice(utf8);
     }
 }
 

@@ -48,11 +48,28 @@ pub enum ErrorKind {
     DuplicateElement,
     /// The host (e.g. Python) failed to build a value; details are kept by the builder.
     Host,
+    /// An EXT code this decoder does not define.
+    UnknownExt,
+    /// An EXT value whose contents break its layout (a month 13, a 15-byte UUID, ...).
+    InvalidExt,
+    /// An OBJECT shape that is malformed or a shape number not yet defined.
+    BadShape,
+    /// A module, qualname or field name that is empty, too long, not UTF-8 or not dotted.
+    BadName,
+    /// An OBJECT names a class the caller did not allow.
+    ClassNotAllowed,
+    /// The local class has a field the payload lacks and that has no default.
+    MissingField,
+    /// The payload has a field the local class does not declare (when refused by option).
+    UnknownField,
+    /// The class refused the decoded state (no enum member with that value, a failing
+    /// `__setstate__` or custom decode function).
+    BadState,
 }
 
 impl ErrorKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [ErrorKind; 21] = [
+    pub const ALL: [ErrorKind; 29] = [
         ErrorKind::BadMagic,
         ErrorKind::UnsupportedVersion,
         ErrorKind::UnsupportedFeature,
@@ -74,6 +91,14 @@ impl ErrorKind {
         ErrorKind::DuplicateKey,
         ErrorKind::DuplicateElement,
         ErrorKind::Host,
+        ErrorKind::UnknownExt,
+        ErrorKind::InvalidExt,
+        ErrorKind::BadShape,
+        ErrorKind::BadName,
+        ErrorKind::ClassNotAllowed,
+        ErrorKind::MissingField,
+        ErrorKind::UnknownField,
+        ErrorKind::BadState,
     ];
 
     /// The snake_case name used by the spec, the vectors and Python.
@@ -100,6 +125,14 @@ impl ErrorKind {
             ErrorKind::DuplicateKey => "duplicate_key",
             ErrorKind::DuplicateElement => "duplicate_element",
             ErrorKind::Host => "host",
+            ErrorKind::UnknownExt => "unknown_ext",
+            ErrorKind::InvalidExt => "invalid_ext",
+            ErrorKind::BadShape => "bad_shape",
+            ErrorKind::BadName => "bad_name",
+            ErrorKind::ClassNotAllowed => "class_not_allowed",
+            ErrorKind::MissingField => "missing_field",
+            ErrorKind::UnknownField => "unknown_field",
+            ErrorKind::BadState => "bad_state",
         }
     }
 
@@ -150,7 +183,7 @@ impl std::error::Error for DecodeError {}
 
 /// What a [`crate::decode::Builder`] reports when it cannot add a value; the decoder adds the
 /// offset.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BuildError {
     /// The key or element cannot be hashed.
     Unhashable,
@@ -162,4 +195,7 @@ pub enum BuildError {
     InvalidUtf8,
     /// The host failed for its own reasons (e.g. out of memory); the builder keeps the detail.
     Host,
+    /// The host refused the value for a reason the format names (an invalid EXT blob, a class
+    /// not allowed, a missing field), with a sentence for people.
+    Rejected(ErrorKind, String),
 }

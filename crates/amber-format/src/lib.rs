@@ -9,14 +9,18 @@
 pub mod decode;
 pub mod encode;
 pub mod error;
+pub mod ext;
 pub mod header;
 pub mod limits;
 pub mod model;
+pub mod object;
 pub mod tag;
 pub mod varint;
 
 pub use decode::{decode, Builder};
 pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Writer};
 pub use error::{BuildError, DecodeError, ErrorKind};
+pub use ext::{ExtCode, ExtLayout};
 pub use limits::Limits;
+pub use object::{ObjectKind, ShapeDef};
 pub use tag::Tag;

@@ -75,4 +75,16 @@ pub mod cost {
     pub const fn set(n: u64) -> u64 {
         232 + 48 * n
     }
+    /// An EXT atom built from a blob of `n` bytes (a path may widen to UCS-4 like a str).
+    pub const fn ext_blob(n: u64) -> u64 {
+        96 + 4 * n
+    }
+    /// A composite EXT value or class instance with `n` values (an instance and its dict).
+    pub const fn object(n: u64) -> u64 {
+        160 + 56 * n
+    }
+    /// A shape definition whose names total `n` bytes, kept for the whole decode.
+    pub const fn shape(n: u64) -> u64 {
+        128 + 8 * n
+    }
 }

@@ -6,7 +6,9 @@
 use crate::decode::{decode, Builder, STACK_RED_ZONE, STACK_SEGMENT};
 use crate::encode::{ImmutableStart, RefTracker, Writer};
 use crate::error::{BuildError, DecodeError};
+use crate::ext::{ExtCode, ExtLayout};
 use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
+use crate::object::ShapeDef;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 
@@ -46,6 +48,12 @@ pub enum Node {
     Set(Vec<NodeId>),
     /// frozenset, in written order.
     FrozenSet(Vec<NodeId>),
+    /// An EXT atom: its code and blob, uninterpreted.
+    Ext(ExtCode, Vec<u8>),
+    /// A composite EXT value: its code and values.
+    ExtValues(ExtCode, Vec<NodeId>),
+    /// A class instance: its shape and values.
+    Object(ShapeDef, Vec<NodeId>),
 }
 
 /// An object graph with a root.
@@ -85,6 +93,7 @@ impl Graph {
                 writer: &mut writer,
                 tracker: refs.then_some(&mut tracker),
                 depth: 0,
+                shapes: FxHashMap::default(),
             };
             match pass.node(self.root) {
                 Err(Pass::Restart) => {}
@@ -125,6 +134,10 @@ impl Graph {
                 }
             }
             let pairs: Vec<(NodeId, NodeId, String)> = match (na, nb) {
+                (Node::ExtValues(c1, x), Node::ExtValues(c2, y)) if c1 == c2 => {
+                    children(&path, x, y)?
+                }
+                (Node::Object(s1, x), Node::Object(s2, y)) if s1 == s2 => children(&path, x, y)?,
                 (Node::List(x), Node::List(y))
                 | (Node::Tuple(x), Node::Tuple(y))
                 | (Node::Set(x), Node::Set(y))
@@ -162,10 +175,27 @@ impl Graph {
     }
 }
 
+/// Pairs of children at the same positions, after checking the counts match.
+fn children(
+    path: &str,
+    x: &[NodeId],
+    y: &[NodeId],
+) -> Result<Vec<(NodeId, NodeId, String)>, String> {
+    if x.len() != y.len() {
+        return Err(format!("{path}: {} values != {}", x.len(), y.len()));
+    }
+    Ok(x.iter()
+        .zip(y)
+        .enumerate()
+        .map(|(i, (&p, &q))| (p, q, format!("{path}.{i}")))
+        .collect())
+}
+
 /// Whether two occurrences of the node must stay one object after a round trip.
 fn is_identity_bearing(node: &Node) -> bool {
     match node {
         Node::List(_) | Node::Dict(_) | Node::Set(_) | Node::ByteArray(_) => true,
+        Node::ExtValues(..) | Node::Object(..) => true,
         Node::Tuple(items) | Node::FrozenSet(items) => !items.is_empty(),
         _ => false,
     }
@@ -174,6 +204,8 @@ fn is_identity_bearing(node: &Node) -> bool {
 #[derive(Default)]
 struct GraphBuilder {
     nodes: Vec<Node>,
+    /// Shapes defined so far in this payload.
+    shapes: Vec<ShapeDef>,
     /// Memo of hashability for tuples, by node.
     hashable: Vec<Option<bool>>,
     /// Memo of [`GraphBuilder::key_hash`], by node.
@@ -191,9 +223,14 @@ impl GraphBuilder {
 
     fn push_child(&mut self, parent: NodeId, child: NodeId) {
         match self.nodes.get_mut(parent) {
-            Some(Node::List(v) | Node::Tuple(v) | Node::Set(v) | Node::FrozenSet(v)) => {
-                v.push(child)
-            }
+            Some(
+                Node::List(v)
+                | Node::Tuple(v)
+                | Node::Set(v)
+                | Node::FrozenSet(v)
+                | Node::ExtValues(_, v)
+                | Node::Object(_, v),
+            ) => v.push(child),
             _ => debug_assert!(false, "push_child on a non-sequence"),
         }
     }
@@ -410,6 +447,52 @@ impl Builder for GraphBuilder {
         self.push_child(*set, item);
         Ok(())
     }
+    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<NodeId, BuildError> {
+        self.add(Node::Ext(code, blob.to_vec()))
+    }
+    fn ext_begin(&mut self, code: ExtCode) -> Result<NodeId, BuildError> {
+        self.add(Node::ExtValues(code, Vec::new()))
+    }
+    fn ext_finish(
+        &mut self,
+        _code: ExtCode,
+        obj: &NodeId,
+        values: Vec<NodeId>,
+    ) -> Result<(), BuildError> {
+        for v in values {
+            self.push_child(*obj, v);
+        }
+        Ok(())
+    }
+    fn ext_build(&mut self, code: ExtCode, values: Vec<NodeId>) -> Result<NodeId, BuildError> {
+        self.add(Node::ExtValues(code, values))
+    }
+    fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError> {
+        debug_assert_eq!(index, self.shapes.len());
+        self.shapes.push(shape);
+        Ok(())
+    }
+    fn object_begin(&mut self, shape: usize) -> Result<NodeId, BuildError> {
+        let def = self.shapes.get(shape).cloned().ok_or(BuildError::Host)?;
+        self.add(Node::Object(def, Vec::new()))
+    }
+    fn object_set(
+        &mut self,
+        obj: &NodeId,
+        _shape: usize,
+        _index: usize,
+        value: NodeId,
+    ) -> Result<(), BuildError> {
+        self.push_child(*obj, value);
+        Ok(())
+    }
+    fn object_finish(&mut self, _obj: &NodeId, _shape: usize) -> Result<(), BuildError> {
+        Ok(())
+    }
+    fn object_build(&mut self, shape: usize, values: Vec<NodeId>) -> Result<NodeId, BuildError> {
+        let def = self.shapes.get(shape).cloned().ok_or(BuildError::Host)?;
+        self.add(Node::Object(def, values))
+    }
 }
 
 /// Decodes UTF-8 in which surrogate code points (U+D800-U+DFFF) may also appear as 3-byte
@@ -484,6 +567,8 @@ struct GraphEncoder<'g, 'w> {
     writer: &'w mut Writer,
     tracker: Option<&'w mut RefTracker>,
     depth: u32,
+    /// Shapes written so far in this pass, with their numbers.
+    shapes: FxHashMap<&'g ShapeDef, usize>,
 }
 
 impl GraphEncoder<'_, '_> {
@@ -498,7 +583,12 @@ impl GraphEncoder<'_, '_> {
             Node::Tuple(items) => !items.is_empty(),
             _ => true,
         };
-        let immutable_container = matches!(node, Node::Tuple(_) | Node::FrozenSet(_));
+        let immutable_container = match node {
+            Node::Tuple(_) | Node::FrozenSet(_) => true,
+            Node::ExtValues(code, _) => matches!(code.layout(), ExtLayout::BuildAfter(_)),
+            Node::Object(shape, _) => !shape.kind.creates_first(),
+            _ => false,
+        };
         let mut token = None;
         if let (true, Some(tracker)) = (trackable, self.tracker.as_deref_mut()) {
             if immutable_container {
@@ -543,6 +633,45 @@ impl GraphEncoder<'_, '_> {
                 }
                 self.depth -= 1;
             }
+            Node::Ext(code, blob) => self.writer.ext_blob(*code, blob),
+            Node::ExtValues(code, values) => {
+                let expected = match code.layout() {
+                    ExtLayout::CreateFirst(n) | ExtLayout::BuildAfter(n) => n,
+                    ExtLayout::Blob => 0,
+                };
+                if values.len() != expected {
+                    return Err(Pass::Failed(format!(
+                        "{} needs {expected} values, not {}",
+                        code.spec_name(),
+                        values.len()
+                    )));
+                }
+                self.enter()?;
+                self.writer.ext_header(*code);
+                self.children(values)?;
+                self.depth -= 1;
+            }
+            Node::Object(shape, values) => {
+                if values.len() != shape.kind.value_count(shape.fields.len()) {
+                    return Err(Pass::Failed(format!(
+                        "{}.{} has {} values for its shape",
+                        shape.module,
+                        shape.qualname,
+                        values.len()
+                    )));
+                }
+                self.enter()?;
+                match self.shapes.get(shape) {
+                    Some(&number) => self.writer.object_of_shape(number),
+                    None => {
+                        let number = self.shapes.len();
+                        self.shapes.insert(shape, number);
+                        self.writer.object_defining(shape);
+                    }
+                }
+                self.children(values)?;
+                self.depth -= 1;
+            }
             Node::Dict(pairs) => {
                 self.enter()?;
                 self.writer.dict_header(pairs.len());
@@ -561,6 +690,13 @@ impl GraphEncoder<'_, '_> {
         Ok(())
     }
 
+    fn children(&mut self, values: &[NodeId]) -> Result<(), Pass> {
+        for &value in values {
+            stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.node(value))?;
+        }
+        Ok(())
+    }
+
     fn enter(&mut self) -> Result<(), String> {
         self.depth += 1;
         if self.depth > DEFAULT_MAX_DEPTH {
@@ -575,6 +711,7 @@ impl GraphEncoder<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tag::Tag;
 
     #[test]
     fn tuple_cycle_is_wrapped_in_supersede() {
@@ -607,6 +744,60 @@ mod tests {
         let back = Graph::decode(&bytes, &Limits::default()).unwrap();
         g.same_as(&back).unwrap();
         assert_eq!(back.encode(true).unwrap(), bytes);
+    }
+
+    fn shape(kind: crate::object::ObjectKind, fields: &[&str]) -> ShapeDef {
+        ShapeDef {
+            module: "app.models".into(),
+            qualname: "Node".into(),
+            kind,
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn objects_share_one_shape_and_may_contain_themselves() {
+        use crate::object::ObjectKind;
+        let mut g = Graph::default();
+        let date = g.add(Node::Ext(ExtCode::Date, vec![0xE8, 0x0F, 1, 31]));
+        let a = g.add(Node::Object(
+            shape(ObjectKind::Attrs, &["me", "day"]),
+            vec![],
+        ));
+        let b = g.add(Node::Object(
+            shape(ObjectKind::Attrs, &["me", "day"]),
+            vec![a, date],
+        ));
+        g.nodes[a] = Node::Object(shape(ObjectKind::Attrs, &["me", "day"]), vec![a, date]);
+        let list = g.add(Node::List(vec![a, b]));
+        g.root = list;
+        let bytes = g.encode(true).unwrap();
+        // The shape is defined once: one module name in the output.
+        let module = b"app.models";
+        let count = bytes.windows(module.len()).filter(|w| w == module).count();
+        assert_eq!(count, 1);
+        let back = Graph::decode(&bytes, &Limits::default()).unwrap();
+        g.same_as(&back).unwrap();
+        assert_eq!(back.encode(true).unwrap(), bytes);
+    }
+
+    #[test]
+    fn build_after_values_in_a_cycle_use_supersede() {
+        use crate::object::ObjectKind;
+        // A custom-type instance whose state list contains the instance itself.
+        let mut g = Graph::default();
+        let list = g.add(Node::List(Vec::new()));
+        let obj = g.add(Node::Object(shape(ObjectKind::Custom, &[]), vec![list]));
+        g.nodes[list] = Node::List(vec![obj]);
+        g.root = obj;
+        let bytes = g.encode(true).unwrap();
+        assert_eq!(bytes[3], Tag::Supersede.code());
+        let back = Graph::decode(&bytes, &Limits::default()).unwrap();
+        g.same_as(&back).unwrap();
+        let slice = g.add(Node::ExtValues(ExtCode::Slice, vec![list, list, list]));
+        g.root = slice;
+        let back = Graph::decode(&g.encode(true).unwrap(), &Limits::default()).unwrap();
+        g.same_as(&back).unwrap();
     }
 
     #[test]

@@ -53,6 +53,10 @@ pub enum Tag {
     Set = 0x74,
     /// varint count, then the elements.
     FrozenSet = 0x75,
+    /// A library type by EXT code (see [`crate::ext::ExtCode`]).
+    Ext = 0x76,
+    /// A class instance by shape (see [`crate::object`]).
+    Object = 0x77,
     /// `0x80-0x8F`: the int `tag - 0x90` (-16..=-1).
     SmallNeg = 0x80,
     /// `None`.
@@ -69,7 +73,7 @@ pub enum Tag {
 
 impl Tag {
     /// Every row of the table, in code order.
-    pub const ALL: [Tag; 25] = [
+    pub const ALL: [Tag; 27] = [
         Tag::SmallInt,
         Tag::ShortStr,
         Tag::ShortList,
@@ -89,6 +93,8 @@ impl Tag {
         Tag::Dict,
         Tag::Set,
         Tag::FrozenSet,
+        Tag::Ext,
+        Tag::Object,
         Tag::SmallNeg,
         Tag::None,
         Tag::False,
@@ -137,6 +143,8 @@ impl Tag {
             Tag::Dict => "DICT",
             Tag::Set => "SET",
             Tag::FrozenSet => "FROZENSET",
+            Tag::Ext => "EXT",
+            Tag::Object => "OBJECT",
             Tag::SmallNeg => "SMALL_NEG",
             Tag::None => "NONE",
             Tag::False => "FALSE",
@@ -207,7 +215,8 @@ mod tests {
         assert_eq!(Tag::of_byte(0x71 | TRACKED), Some(Tag::List));
         assert_eq!(Tag::of_byte(0x45 | TRACKED), Some(Tag::ShortStr));
         assert_eq!(Tag::of_byte(0x95), None);
-        assert_eq!(Tag::of_byte(0x76 | TRACKED), None);
+        assert_eq!(Tag::of_byte(0x76 | TRACKED), Some(Tag::Ext));
+        assert_eq!(Tag::of_byte(0x78 | TRACKED), None);
         assert_eq!(Tag::of_byte(0x85), Some(Tag::SmallNeg));
     }
 }
