@@ -34,6 +34,14 @@ ERROR_KINDS = frozenset(
         "unhashable",
         "duplicate_key",
         "duplicate_element",
+        "unknown_ext",
+        "invalid_ext",
+        "bad_shape",
+        "bad_name",
+        "class_not_allowed",
+        "missing_field",
+        "unknown_field",
+        "bad_state",
     }
 )
 LIMIT_KINDS = frozenset({"depth_limit", "alloc_limit", "hash_limit"})

@@ -19,7 +19,7 @@ from typing import Any
 
 import amber
 from _common import ERROR_KINDS, LIMIT_KINDS
-from _notation import load_vectors, vector_bytes
+from _notation import classes_in, load_vectors, vector_bytes
 from _samples import sample_objects
 
 TRACE = os.environ.get("AMBER_FUZZ_TRACE") == "1"
@@ -108,7 +108,8 @@ def decode_one(data: bytes, opts: dict[str, Any], graph_diff) -> tuple[str, str 
     # whatever decodes is a valid graph: it encodes, and that encoding decodes to the same graph
     try:
         again = amber.dumps(out)
-        diff = graph_diff(out, amber.loads(again))
+        classes = {k: v for k, v in opts.items() if k in ("types", "placeholders")}
+        diff = graph_diff(out, amber.loads(again, **classes))
     except Exception as e:
         return "ok", f"decoded value does not round-trip: {type(e).__name__}: {e}"
     if diff is not None:
@@ -184,6 +185,9 @@ def run_mutations(seed: int, count: int) -> dict[str, Any]:
 
     rng = random.Random(seed)
     pool = corpus()
+    # Half of the decodes allow every class the vectors name, so that mutated class payloads
+    # reach the code that builds instances; a tenth build placeholders instead.
+    vector_classes = classes_in([v["value"] for v in load_vectors("values.json")])
     outcomes: dict[str, int] = {}
     failures: list[dict[str, str]] = []
     for _ in range(count):
@@ -194,10 +198,16 @@ def run_mutations(seed: int, count: int) -> dict[str, Any]:
             opts["max_depth"] = rng.randrange(1, 40)
         elif r < 0.10:
             opts["max_alloc"] = rng.randrange(1, 4096)
+        r = rng.random()
+        if r < 0.5:
+            opts["types"] = vector_classes
+        elif r < 0.6:
+            opts["placeholders"] = True
         outcome, problem = decode_one(data, opts, graph_diff)
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
         if problem is not None and len(failures) < 25:
-            failures.append({"input": data.hex(), "options": json.dumps(opts), "problem": problem})
+            shown = {k: (len(v) if k == "types" else v) for k, v in opts.items()}
+            failures.append({"input": data.hex(), "options": json.dumps(shown), "problem": problem})
     return {"count": count, "seeds": len(pool), "outcomes": outcomes, "failures": failures}
 
 
@@ -213,6 +223,7 @@ def run_truncations() -> dict[str, Any]:
     results: dict[str, list[str]] = {}
     for v in load_vectors("values.json"):
         full = vector_bytes(v)
+        types = classes_in(v["value"])
         problems: list[str] = []
         for n in _prefix_lengths(len(full), rng):
             data = full[:n]
@@ -220,7 +231,7 @@ def run_truncations() -> dict[str, Any]:
                 sys.stderr.write(data.hex() + "\n")
                 sys.stderr.flush()
             try:
-                amber.loads(data)
+                amber.loads(data, types=types)
             except Exception as e:
                 problem = check_error(e, data)
                 if problem is None:

@@ -13,6 +13,14 @@ Notation (see spec/format.md):
     {"dict": [[K, V], ...]}
     {"anchor": "a", "value": V}         defines shared object "a"
     {"ref": "a"}                        the object "a" itself (may appear inside V: cycles)
+    {"ext": "DATE", "blob": "<hex>", "python": "datetime.date(1, 1, 1)"}
+                                        an EXT blob value: the Python expression is evaluated
+                                        with only the stdlib modules of PYTHON_NAMESPACE (and
+                                        numpy) in scope; "blob" is for other languages
+    {"ext": "DEQUE", "values": [V, ...]}
+                                        an EXT composite built from its values
+    {"object": {"module": m, "qualname": q, "kind": "ATTRS", "fields": [...]}, "values": [...]}
+                                        an instance of a class from tests/_vector_classes.py
 
 Cycles through immutable containers are built the way pickle builds them: mutable containers
 are created empty and registered before their children are built; when a reference to an
@@ -20,23 +28,121 @@ immutable container that is still being built is met, the container is built aga
 there (the "inner" occurrence, which becomes the real object), and the outer construction is
 discarded in favour of it.
 
+EXT composites and objects follow the same rule: DEQUE, ORDERED_DICT, COUNTER, DEFAULTDICT and
+ATTRS/STATE objects are created first (so they may contain themselves); FRACTION, RANGE, SLICE
+and TUPLE_FIELDS/ENUM objects are built from their complete values.
+
 Note: a notation node without an anchor is still one object (memoized by node identity); each
 JSON node occurs once in the parsed document, so this only matters for such rebuilds.
 """
 
 from __future__ import annotations
 
+import array
+import collections
 import copy
+import datetime
+import decimal
+import fractions
+import ipaddress
 import json
+import os
+import pathlib
 import struct
+import sys
+import uuid
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
+from _vector_classes import class_named
+
 VECTORS_DIR = Path(__file__).resolve().parent.parent / "spec" / "vectors"
+
+# What the "python" expressions of EXT blob vectors may use (no builtins).
+PYTHON_NAMESPACE: dict[str, Any] = {
+    "array": array,
+    "datetime": datetime,
+    "decimal": decimal,
+    "ipaddress": ipaddress,
+    "pathlib": pathlib,
+    "uuid": uuid,
+    "zoneinfo": zoneinfo,
+}
+
+# The builtins a DEFAULTDICT factory may name (spec section 5.16).
+DEFAULTDICT_FACTORIES: dict[str, Any] = {
+    f.__name__: f
+    for f in (list, dict, set, int, float, str, bytes, tuple, frozenset, bool, complex, bytearray)
+}
+
+CREATE_FIRST_EXT = ("DEQUE", "ORDERED_DICT", "COUNTER", "DEFAULTDICT")
+BUILD_AFTER_EXT = {"FRACTION": fractions.Fraction, "RANGE": range, "SLICE": slice}
 
 
 class NotationError(Exception):
     pass
+
+
+class NotationUnavailable(NotationError):
+    """The value needs something this interpreter lacks (numpy, a newer Python, POSIX)."""
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def missing_requirements(v: dict[str, Any]) -> list[str]:
+    """The entries of a vector's "requires" list that this interpreter does not meet."""
+    missing = []
+    for need in v.get("requires", ()):
+        if need == "numpy":
+            ok = _numpy() is not None
+        elif need == "posix":
+            ok = os.name == "posix"
+        elif need.startswith("python>="):
+            wanted = tuple(int(part) for part in need[len("python>=") :].split("."))
+            ok = sys.version_info[: len(wanted)] >= wanted
+        else:
+            raise NotationError(f"unknown requirement {need!r}")
+        if not ok:
+            missing.append(need)
+    return missing
+
+
+def evaluate_python(expression: str) -> Any:
+    """A fresh object from an EXT blob vector's "python" expression."""
+    namespace: dict[str, Any] = {"__builtins__": {}, **PYTHON_NAMESPACE}
+    numpy = _numpy()
+    if numpy is not None:
+        namespace["numpy"] = numpy
+    elif "numpy." in expression:
+        raise NotationUnavailable("numpy is not installed")
+    # The expressions come from this repository's vector files, not from payloads.
+    return eval(expression, namespace)
+
+
+def object_class(shape: dict[str, Any]) -> type:
+    return class_named(shape["module"], shape["qualname"])
+
+
+def classes_in(node: Any) -> list[type]:
+    """Every class an {"object"} node of the notation names, in first-seen order."""
+    found: dict[type, None] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(reversed(n))
+        elif isinstance(n, dict):
+            if isinstance(n.get("object"), dict) and "values" in n:
+                found.setdefault(object_class(n["object"]))
+            stack.extend(reversed(list(n.values())))
+    return list(found)
 
 
 def float_from_bits(bits: str) -> float:
@@ -99,6 +205,13 @@ class _Builder:
     def _build(self, node: Any) -> Any:
         if node is None or isinstance(node, bool):
             return node
+        if isinstance(node, dict) and ("ext" in node or "object" in node):
+            key = id(node)
+            if key in self.built:
+                return self.built[key]
+            if "ext" in node:
+                return self._build_ext(node)
+            return self._build_object(node)
         if not isinstance(node, dict) or len(node) != 1:
             raise NotationError(f"unexpected notation node {node!r}")
         key = id(node)
@@ -144,6 +257,82 @@ class _Builder:
             obj = bytearray.fromhex(arg)
         else:
             raise NotationError(f"unknown notation kind {kind!r}")
+        self.built[key] = obj
+        return obj
+
+    def _items_of(self, node: Any, kind: str) -> Any:
+        """The item list of a {"list"} or the pairs of a {"dict"} node (a composite's part)."""
+        node = self.resolve(node)
+        if not isinstance(node, dict) or set(node) != {kind}:
+            raise NotationError(f"expected a {{{kind!r}: ...}} node, got {node!r}")
+        return node[kind]
+
+    def _build_ext(self, node: dict[str, Any]) -> Any:
+        key = id(node)
+        code = node["ext"]
+        if "blob" in node:
+            obj = evaluate_python(node["python"])
+            self.built[key] = obj
+            return obj
+        values = node["values"]
+        if code in CREATE_FIRST_EXT:
+            obj: Any
+            if code == "DEQUE":
+                maxlen, items = values
+                obj = collections.deque(maxlen=self.build(maxlen))
+                self.built[key] = obj
+                for child in self._items_of(items, "list"):
+                    obj.append(self.build(child))
+                return obj
+            if code == "DEFAULTDICT":
+                factory_node, pairs = values
+                factory = self.build(factory_node)
+                if factory is not None:
+                    factory = DEFAULTDICT_FACTORIES[factory]
+                obj = collections.defaultdict(factory)
+            else:
+                (pairs,) = values
+                obj = collections.OrderedDict() if code == "ORDERED_DICT" else collections.Counter()
+            self.built[key] = obj
+            for k, v in self._items_of(pairs, "dict"):
+                k_obj = self.build(k)
+                obj[k_obj] = self.build(v)
+            return obj
+        if code in BUILD_AFTER_EXT:
+            items = [self.build(child) for child in values]
+            if key in self.built:  # an inner occurrence became the object (a cycle)
+                return self.built[key]
+            obj = BUILD_AFTER_EXT[code](*items)
+            self.built[key] = obj
+            return obj
+        raise NotationError(f"unknown EXT composite {code!r}")
+
+    def _build_object(self, node: dict[str, Any]) -> Any:
+        key = id(node)
+        shape = node["object"]
+        cls = object_class(shape)
+        kind = shape["kind"]
+        values = node["values"]
+        if kind in ("ATTRS", "STATE"):
+            obj = cls.__new__(cls)
+            self.built[key] = obj
+            if kind == "ATTRS":
+                for field, child in zip(shape["fields"], values, strict=True):
+                    object.__setattr__(obj, field, self.build(child))
+            else:
+                (state,) = values
+                obj.__setstate__(self.build(state))
+            return obj
+        items = [self.build(child) for child in values]
+        if key in self.built:  # an inner occurrence became the object (a cycle)
+            return self.built[key]
+        if kind == "TUPLE_FIELDS":
+            obj = cls(*items)
+        elif kind == "ENUM":
+            (value,) = items
+            obj = cls(value)
+        else:
+            raise NotationError(f"object kind {kind!r} has no notation builder")
         self.built[key] = obj
         return obj
 
@@ -214,7 +403,12 @@ def vector_options(v: dict[str, Any]) -> dict[str, Any]:
 
 
 def split_options(opts: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Split vector options into (dumps options, loads options)."""
+    """Split vector options into (dumps options, loads options).
+
+    "types" names classes as "module:qualname"; they are resolved in tests/_vector_classes.py.
+    """
     enc = {k: v for k, v in opts.items() if k in ("refs", "max_depth")}
-    dec = {k: v for k, v in opts.items() if k in ("max_depth", "max_alloc")}
+    dec = {k: v for k, v in opts.items() if k in ("max_depth", "max_alloc", "unknown_fields")}
+    if "types" in opts:
+        dec["types"] = [class_named(*name.split(":", 1)) for name in opts["types"]]
     return enc, dec

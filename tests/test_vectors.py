@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import amber
 import pytest
-from _common import ERROR_KINDS, LIMIT_KINDS
+from _common import ERROR_KINDS, LIMIT_KINDS, REPO_DIR, varint
 from _notation import (
+    NotationUnavailable,
     build,
     build_unshared,
+    classes_in,
+    evaluate_python,
     load_vectors,
+    missing_requirements,
     split_options,
     vector_bytes,
     vector_options,
@@ -17,6 +23,22 @@ from _ref import Unsupported, ref_dumps
 
 VALUES = load_vectors("values.json")
 ERRORS = load_vectors("errors.json")
+
+
+def _skip_if_unavailable(vec) -> None:
+    missing = missing_requirements(vec)
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+
+
+def _decode_options(vec) -> dict:
+    """loads() options: the vector's own, plus types=[...] for the classes its value names."""
+    _, dec = split_options(vector_options(vec))
+    if "value" in vec:
+        classes = classes_in(vec["value"])
+        if classes:
+            dec.setdefault("types", classes)
+    return dec
 
 
 def _encodable(v) -> bool:
@@ -28,10 +50,12 @@ ENCODABLE = [v for v in VALUES if _encodable(v)]
 
 
 def _ref_supported(v) -> bool:
+    if missing_requirements(v):
+        return False
     try:
         enc, _ = split_options(vector_options(v))
         ref_dumps(build(v["value"]), **enc)
-    except Unsupported:
+    except (Unsupported, NotationUnavailable):
         return False
     return True
 
@@ -61,8 +85,64 @@ def test_error_vectors_cover_every_kind():
     assert missing == [], f"kinds without an error vector: {missing}"
 
 
+def _spec_ext_codes() -> dict[str, int]:
+    """The EXT code table of spec/format.md section 5.16: name -> code."""
+    spec = (REPO_DIR / "spec" / "format.md").read_text(encoding="utf-8")
+    section = spec.split("\n### 5.16 ", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| `?0x([0-9A-Fa-f]{2})`? \| `?([A-Z_]+)`? \|", section, re.MULTILINE)
+    return {name: int(code, 16) for code, name in rows}
+
+
+EXT_CODES = _spec_ext_codes()
+BLOB_ROOTS = [v for v in VALUES if isinstance(v["value"], dict) and "blob" in v["value"]]
+
+
+def test_spec_ext_code_table_is_complete():
+    assert sorted(EXT_CODES.values()) == list(range(1, 0x16)), EXT_CODES
+
+
+@pytest.mark.parametrize("vec", BLOB_ROOTS, ids=_ids(BLOB_ROOTS))
+def test_ext_blob_vector_is_consistent(vec):
+    """A root EXT blob's "hex" is header, EXT tag, code, length and the notation's "blob"."""
+    value = vec["value"]
+    blob = bytes.fromhex(value["blob"])
+    code = EXT_CODES[value["ext"]]
+    expected = b"\xab\x41\x01\x76" + varint(code) + varint(len(blob)) + blob
+    assert vector_bytes(vec).hex(" ") == expected.hex(" ")
+
+
+_PYTHON_TYPES = {
+    "DATE": "date",
+    "TIME": "time",
+    "DATETIME": "datetime",
+    "TIMEDELTA": "timedelta",
+    "TZINFO": "timezone ZoneInfo",
+    "DECIMAL": "Decimal",
+    "UUID": "UUID",
+    "ARRAY": "array",
+    "PATH": "PurePosixPath PureWindowsPath PosixPath WindowsPath",
+    "IP_ADDRESS": "IPv4Address IPv6Address",
+    "IP_NETWORK": "IPv4Network IPv6Network",
+    "IP_INTERFACE": "IPv4Interface IPv6Interface",
+    "NDARRAY": "ndarray",
+}
+
+
+@pytest.mark.parametrize("vec", BLOB_ROOTS, ids=_ids(BLOB_ROOTS))
+def test_ext_blob_vector_python_type(vec):
+    """The "python" expression gives a value of the type its EXT code is for."""
+    _skip_if_unavailable(vec)
+    value = vec["value"]
+    obj = evaluate_python(value["python"])
+    if value["ext"] == "NUMPY_SCALAR":
+        assert type(obj).__module__ == "numpy" and obj.shape == ()
+    else:
+        assert type(obj).__name__ in _PYTHON_TYPES[value["ext"]].split()
+
+
 @pytest.mark.parametrize("vec", ENCODABLE, ids=_ids(ENCODABLE))
 def test_value_vector_dumps(vec):
+    _skip_if_unavailable(vec)
     value = build(vec["value"])
     enc, _ = split_options(vector_options(vec))
     got = amber.dumps(value, **enc)
@@ -79,17 +159,16 @@ def _expected(vec):
 
 @pytest.mark.parametrize("vec", VALUES, ids=_ids(VALUES))
 def test_value_vector_loads(vec, graph_diff):
-    expected = _expected(vec)
-    _, dec = split_options(vector_options(vec))
-    got = amber.loads(vector_bytes(vec), **dec)
-    diff = graph_diff(expected, got)
+    _skip_if_unavailable(vec)
+    got = amber.loads(vector_bytes(vec), **_decode_options(vec))
+    diff = graph_diff(_expected(vec), got)
     assert diff is None, diff
 
 
 @pytest.mark.parametrize("vec", VALUES, ids=_ids(VALUES))
 def test_value_vector_decoder_object(vec, graph_diff):
-    _, dec = split_options(vector_options(vec))
-    decoder = amber.Decoder(**dec)
+    _skip_if_unavailable(vec)
+    decoder = amber.Decoder(**_decode_options(vec))
     data = vector_bytes(vec)
     first = decoder.decode(data)
     second = decoder.decode(data)
@@ -106,6 +185,7 @@ def test_value_vector_agrees_with_reference_encoder(vec):
 
 @pytest.mark.parametrize("vec", ERRORS, ids=_ids(ERRORS))
 def test_error_vector(vec):
+    _skip_if_unavailable(vec)
     data = vector_bytes(vec)
     _, dec = split_options(vector_options(vec))
     with pytest.raises(amber.DecodeError) as info:
@@ -119,6 +199,7 @@ def test_error_vector(vec):
 @pytest.mark.parametrize("vec", ERRORS, ids=_ids(ERRORS))
 def test_error_vector_via_decoder_and_buffers(vec):
     """Same error through Decoder.decode and through a bytearray / memoryview input."""
+    _skip_if_unavailable(vec)
     data = vector_bytes(vec)
     _, dec = split_options(vector_options(vec))
     decoder = amber.Decoder(**dec)

@@ -15,6 +15,7 @@ from ._amber import (
     DEFAULT_MAX_DEPTH,
     FORMAT_VERSION,
     MAX_DEPTH_LIMIT,
+    ClassNotAllowedError,
     DecodeError,
     DecodeLimitError,
     Decoder,
@@ -23,16 +24,20 @@ from ._amber import (
     dumps,
     loads,
 )
+from ._classes import CustomType, Placeholder
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
+    "ClassNotAllowedError",
+    "CustomType",
     "DecodeError",
     "DecodeLimitError",
     "Decoder",
     "EncodeError",
     "Encoder",
+    "Placeholder",
     "dump",
     "dumps",
     "load",

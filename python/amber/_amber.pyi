@@ -1,11 +1,15 @@
-from typing import Any, Final, final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal, final
 
 from typing_extensions import Buffer, Self
+
+from ._classes import CustomType
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
+    "ClassNotAllowedError",
     "DecodeError",
     "DecodeLimitError",
     "Decoder",
@@ -19,6 +23,9 @@ FORMAT_VERSION: Final[int]
 MAX_DEPTH_LIMIT: Final[int]
 DEFAULT_MAX_DEPTH: Final[int]
 
+_Types = Iterable[type | tuple[str, type]] | Mapping[str, type] | None
+_Custom = Iterable[CustomType[Any]] | None
+
 class EncodeError(TypeError):
     path: str
 
@@ -28,12 +35,29 @@ class DecodeError(ValueError):
 
 class DecodeLimitError(DecodeError): ...
 
-def dumps(obj: Any, *, refs: bool = True, max_depth: int = 1000) -> bytes: ...
-def loads(data: Buffer, *, max_depth: int = 1000, max_alloc: int | None = None) -> Any: ...
+class ClassNotAllowedError(DecodeError):
+    module: str
+    qualname: str
+
+def dumps(
+    obj: Any, *, refs: bool = True, max_depth: int = 1000, custom: _Custom = None
+) -> bytes: ...
+def loads(
+    data: Buffer,
+    *,
+    max_depth: int = 1000,
+    max_alloc: int | None = None,
+    types: _Types = None,
+    custom: _Custom = None,
+    unknown_fields: Literal["ignore", "error"] = "ignore",
+    placeholders: bool = False,
+) -> Any: ...
 
 @final
 class Encoder:
-    def __new__(cls, *, refs: bool = True, max_depth: int = 1000) -> Self: ...
+    def __new__(
+        cls, *, refs: bool = True, max_depth: int = 1000, custom: _Custom = None
+    ) -> Self: ...
     @property
     def refs(self) -> bool: ...
     @property
@@ -42,7 +66,16 @@ class Encoder:
 
 @final
 class Decoder:
-    def __new__(cls, *, max_depth: int = 1000, max_alloc: int | None = None) -> Self: ...
+    def __new__(
+        cls,
+        *,
+        max_depth: int = 1000,
+        max_alloc: int | None = None,
+        types: _Types = None,
+        custom: _Custom = None,
+        unknown_fields: Literal["ignore", "error"] = "ignore",
+        placeholders: bool = False,
+    ) -> Self: ...
     @property
     def max_depth(self) -> int: ...
     @property

@@ -29,11 +29,16 @@ The walk uses an explicit stack, so graphs nested thousands deep are fine.
 from __future__ import annotations
 
 import array
+import collections
 import datetime
 import decimal
+import fractions
+import ipaddress
 import math
+import pathlib
 import struct
 import types
+import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -158,8 +163,19 @@ def _strict_key(value: object) -> object:
     return (cls, value)
 
 
+def _tz_key(value: datetime.tzinfo | None) -> object:
+    if value is None:
+        return None
+    # timezone == compares offsets only; the name is part of an exact copy too.
+    return (type(value), value.utcoffset(None), value.tzname(None), str(value))
+
+
 def _datetime_key(value: datetime.datetime | datetime.time) -> object:
-    return (value.replace(tzinfo=None), value.fold, value.tzinfo)
+    return (value.replace(tzinfo=None), value.fold, _tz_key(value.tzinfo))
+
+
+def _text_key(value: object) -> object:
+    return str(value)
 
 
 def _decimal_key(value: decimal.Decimal) -> object:
@@ -175,8 +191,28 @@ def _array_key(value: array.array[Any]) -> object:
 _EXACT_KEYS: Final[dict[type, Callable[[Any], object]]] = {
     datetime.datetime: _datetime_key,
     datetime.time: _datetime_key,
+    datetime.timezone: _tz_key,
     decimal.Decimal: _decimal_key,
     array.array: _array_key,
+    uuid.UUID: lambda u: (u.int, u.is_safe),
+    fractions.Fraction: lambda f: (f.numerator, f.denominator),
+    range: lambda r: (r.start, r.stop, r.step),
+    # Paths and ip objects cache derived attributes lazily; their text is their value.
+    **{
+        cls: _text_key
+        for cls in (
+            pathlib.PurePosixPath,
+            pathlib.PureWindowsPath,
+            pathlib.PosixPath,
+            pathlib.WindowsPath,
+            ipaddress.IPv4Address,
+            ipaddress.IPv6Address,
+            ipaddress.IPv4Network,
+            ipaddress.IPv6Network,
+            ipaddress.IPv4Interface,
+            ipaddress.IPv6Interface,
+        )
+    },
 }
 
 
@@ -285,6 +321,11 @@ class _GraphComparer:
             problem = self._push_dict(exp, act, path)
         else:
             problem = self._push_set(exp, act, path)
+        if problem is None and isinstance(exp, collections.defaultdict):
+            if exp.default_factory is not act.default_factory:
+                problem = (
+                    f"expected default_factory {exp.default_factory!r}, got {act.default_factory!r}"
+                )
         if problem is None and type(exp) not in (
             list,
             tuple,
@@ -304,6 +345,13 @@ class _GraphComparer:
         return problem
 
     def _visit_other(self, exp: Any, act: Any, path: _Path) -> str | None:
+        if type(exp) is collections.deque:
+            verdict = self._pair(exp, act, path)
+            if verdict is not None:
+                return verdict or None
+            if exp.maxlen != act.maxlen:
+                return f"expected maxlen {exp.maxlen}, got {act.maxlen}"
+            return self._push_sequence(list(exp), list(act), path)
         if isinstance(exp, _IDENTITY_ONLY):
             return None if exp is act else f"expected the object {_short(exp)}, got another"
         exact_key = _EXACT_KEYS.get(type(exp))

@@ -4,6 +4,7 @@
 
 mod decode;
 mod encode;
+mod helpers;
 mod object;
 
 use amber_format::limits::{DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH};
@@ -27,6 +28,12 @@ pyo3::create_exception!(
     DecodeError,
     PyValueError,
     "The bytes are not a valid amber payload. `.offset` is the byte position, `.kind` the error kind."
+);
+pyo3::create_exception!(
+    amber,
+    ClassNotAllowedError,
+    DecodeError,
+    "The payload names a class the caller did not allow. `.module` and `.qualname` name it; pass the class in `types=[...]` to allow it."
 );
 pyo3::create_exception!(
     amber,
@@ -87,6 +94,7 @@ fn encode_error(py: Python<'_>, fail: EncodeFail) -> PyErr {
         }
         FailKind::Python(err) => format!("{} at {path}", err.value(py)),
         FailKind::Restart => format!("internal error: unfinished encoding pass at {path}"),
+        FailKind::Refused(reason) => format!("{reason} at {path}"),
     };
     let err = EncodeError::new_err(message);
     let _ = err.value(py).setattr("path", path);
@@ -99,20 +107,29 @@ fn encode_error(py: Python<'_>, fail: EncodeFail) -> PyErr {
 fn decode_error(py: Python<'_>, failure: DecodeFailure) -> PyErr {
     match failure {
         DecodeFailure::Python(err) => err,
-        DecodeFailure::Format(FormatError {
-            kind,
-            offset,
-            detail,
-        }) => {
+        DecodeFailure::Format(
+            FormatError {
+                kind,
+                offset,
+                detail,
+            },
+            refused,
+        ) => {
             let message = format!("{detail} (at byte {offset}, {})", kind.name());
             let err = if kind.is_limit() {
                 DecodeLimitError::new_err(message)
+            } else if kind == amber_format::ErrorKind::ClassNotAllowed {
+                ClassNotAllowedError::new_err(message)
             } else {
                 DecodeError::new_err(message)
             };
             let value = err.value(py);
             let _ = value.setattr("offset", offset);
             let _ = value.setattr("kind", kind.name());
+            if let Some((module, qualname)) = refused {
+                let _ = value.setattr("module", module);
+                let _ = value.setattr("qualname", qualname);
+            }
             err
         }
     }
@@ -122,8 +139,13 @@ fn dumps_impl(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
+    custom: Option<&Py<PyAny>>,
 ) -> PyResult<Py<PyBytes>> {
-    match encode::encode(py, obj.as_ptr(), options) {
+    let custom = custom.map(|c| {
+        // SAFETY: c is a live dict held by the caller for the whole encode.
+        unsafe { object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(c.as_ptr())) }
+    });
+    match encode::encode(py, obj.as_ptr(), options, custom) {
         Ok(bytes) => Ok(PyBytes::new(py, &bytes).unbind()),
         Err(fail) => Err(encode_error(py, fail)),
     }
@@ -139,7 +161,62 @@ impl Drop for BufferView {
     }
 }
 
-fn loads_impl(py: Python<'_>, data: &Bound<'_, PyAny>, limits: &Limits) -> PyResult<Py<PyAny>> {
+/// The custom encode table for `custom=`: a dict by exact type, or None.
+fn custom_encoders(
+    py: Python<'_>,
+    custom: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Py<PyAny>>> {
+    match custom {
+        None => Ok(None),
+        Some(c) if c.is_none() => Ok(None),
+        Some(c) => {
+            let table = helpers::call(py, "encoders", (c,))?;
+            Ok((!table.is_none()).then(|| table.unbind()))
+        }
+    }
+}
+
+/// The class options of a decode, validated.
+fn class_options(
+    py: Python<'_>,
+    types: Option<&Bound<'_, PyAny>>,
+    custom: Option<&Bound<'_, PyAny>>,
+    unknown_fields: &str,
+    placeholders: bool,
+) -> PyResult<decode::ClassOptions> {
+    let unknown_error = match unknown_fields {
+        "ignore" => false,
+        "error" => true,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown_fields must be \"ignore\" or \"error\", not {other:?}"
+            )))
+        }
+    };
+    let none = py.None();
+    let registry = helpers::call(
+        py,
+        "registry",
+        (
+            types.map_or_else(|| none.bind(py).clone(), Bound::clone),
+            custom.map_or_else(|| none.bind(py).clone(), Bound::clone),
+        ),
+    )?;
+    let (allowed, decoders): (Py<PyAny>, Py<PyAny>) = registry.extract()?;
+    Ok(decode::ClassOptions {
+        allowed,
+        decoders,
+        unknown_error,
+        placeholders,
+    })
+}
+
+fn loads_impl(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    limits: &Limits,
+    classes: &decode::ClassOptions,
+) -> PyResult<Py<PyAny>> {
     let ptr = data.as_ptr();
     // SAFETY: type check on a live object.
     if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
@@ -151,7 +228,7 @@ fn loads_impl(py: Python<'_>, data: &Bound<'_, PyAny>, limits: &Limits) -> PyRes
                 ffi::Py_SIZE(ptr) as usize,
             )
         };
-        return decode::decode_bytes(py, slice, limits).map_err(|f| decode_error(py, f));
+        return decode::decode_bytes(py, slice, limits, classes).map_err(|f| decode_error(py, f));
     }
     // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
     let mut view = BufferView(unsafe { std::mem::zeroed() });
@@ -176,78 +253,98 @@ fn loads_impl(py: Python<'_>, data: &Bound<'_, PyAny>, limits: &Limits) -> PyRes
         // the exporter cannot resize while exported, and no Python code runs meanwhile.
         unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
     };
-    let result = decode::decode_bytes(py, slice, limits).map_err(|f| decode_error(py, f));
+    let result = decode::decode_bytes(py, slice, limits, classes).map_err(|f| decode_error(py, f));
     drop(view);
     result
 }
 
-/// dumps(obj, *, refs=True, max_depth=1000) -> bytes
+/// dumps(obj, *, refs=True, max_depth=1000, custom=None) -> bytes
 ///
-/// Encodes `obj` as an amber payload.
+/// Encodes `obj` as an amber payload. Class instances are written by module and qualified
+/// name; `custom` is an iterable of `amber.CustomType` for classes written by the caller's
+/// own functions.
 #[pyfunction]
 #[pyo3(
-    signature = (obj, *, refs = true, max_depth = None),
-    text_signature = "(obj, *, refs=True, max_depth=1000)"
+    signature = (obj, *, refs = true, max_depth = None, custom = None),
+    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None)"
 )]
 fn dumps(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     refs: bool,
     max_depth: Option<&Bound<'_, PyAny>>,
+    custom: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBytes>> {
     let options = encode::Options {
         refs,
         max_depth: check_depth(max_depth)?,
     };
-    dumps_impl(py, obj, options)
+    let custom = custom_encoders(py, custom)?;
+    dumps_impl(py, obj, options, custom.as_ref())
 }
 
-/// loads(data, *, max_depth=1000, max_alloc=None) -> object
+/// loads(data, *, max_depth=1000, max_alloc=None, types=None, custom=None,
+///       unknown_fields="ignore", placeholders=False) -> object
 ///
-/// Decodes an amber payload from bytes or any C-contiguous buffer.
+/// Decodes an amber payload from bytes or any C-contiguous buffer. A class instance is
+/// built only if its exact class is in `types` (or `custom`); otherwise
+/// `ClassNotAllowedError`, or an `amber.Placeholder` with `placeholders=True`.
 #[pyfunction]
 #[pyo3(
-    signature = (data, *, max_depth = None, max_alloc = None),
-    text_signature = "(data, *, max_depth=1000, max_alloc=None)"
+    signature = (data, *, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false),
+    text_signature = "(data, *, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False)"
 )]
+#[allow(clippy::too_many_arguments)]
 fn loads(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     max_depth: Option<&Bound<'_, PyAny>>,
     max_alloc: Option<&Bound<'_, PyAny>>,
+    types: Option<&Bound<'_, PyAny>>,
+    custom: Option<&Bound<'_, PyAny>>,
+    unknown_fields: &str,
+    placeholders: bool,
 ) -> PyResult<Py<PyAny>> {
     let limits = Limits {
         max_depth: check_depth(max_depth)?,
         max_alloc: check_alloc(max_alloc)?,
     };
-    loads_impl(py, data, &limits)
+    let classes = class_options(py, types, custom, unknown_fields, placeholders)?;
+    loads_impl(py, data, &limits, &classes)
 }
 
 /// A reusable encoder holding options; each call is independent of the last.
 #[pyclass(module = "amber", frozen)]
 struct Encoder {
     options: encode::Options,
+    custom: Option<Py<PyAny>>,
 }
 
 #[pymethods]
 impl Encoder {
     #[new]
     #[pyo3(
-        signature = (*, refs = true, max_depth = None),
-        text_signature = "(*, refs=True, max_depth=1000)"
+        signature = (*, refs = true, max_depth = None, custom = None),
+        text_signature = "(*, refs=True, max_depth=1000, custom=None)"
     )]
-    fn new(refs: bool, max_depth: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        refs: bool,
+        max_depth: Option<&Bound<'_, PyAny>>,
+        custom: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         Ok(Encoder {
             options: encode::Options {
                 refs,
                 max_depth: check_depth(max_depth)?,
             },
+            custom: custom_encoders(py, custom)?,
         })
     }
 
     /// Encodes `obj` as an amber payload.
     fn encode(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
-        dumps_impl(py, obj, self.options)
+        dumps_impl(py, obj, self.options, self.custom.as_ref())
     }
 
     #[getter]
@@ -273,30 +370,37 @@ impl Encoder {
 #[pyclass(module = "amber", frozen)]
 struct Decoder {
     limits: Limits,
+    classes: decode::ClassOptions,
 }
 
 #[pymethods]
 impl Decoder {
     #[new]
     #[pyo3(
-        signature = (*, max_depth = None, max_alloc = None),
-        text_signature = "(*, max_depth=1000, max_alloc=None)"
+        signature = (*, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false),
+        text_signature = "(*, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False)"
     )]
     fn new(
+        py: Python<'_>,
         max_depth: Option<&Bound<'_, PyAny>>,
         max_alloc: Option<&Bound<'_, PyAny>>,
+        types: Option<&Bound<'_, PyAny>>,
+        custom: Option<&Bound<'_, PyAny>>,
+        unknown_fields: &str,
+        placeholders: bool,
     ) -> PyResult<Self> {
         Ok(Decoder {
             limits: Limits {
                 max_depth: check_depth(max_depth)?,
                 max_alloc: check_alloc(max_alloc)?,
             },
+            classes: class_options(py, types, custom, unknown_fields, placeholders)?,
         })
     }
 
     /// Decodes an amber payload from bytes or any C-contiguous buffer.
     fn decode(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        loads_impl(py, data, &self.limits)
+        loads_impl(py, data, &self.limits, &self.classes)
     }
 
     #[getter]
@@ -331,6 +435,10 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EncodeError", py.get_type::<EncodeError>())?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("DecodeLimitError", py.get_type::<DecodeLimitError>())?;
+    m.add(
+        "ClassNotAllowedError",
+        py.get_type::<ClassNotAllowedError>(),
+    )?;
     m.add("FORMAT_VERSION", amber_format::header::VERSION)?;
     m.add("MAX_DEPTH_LIMIT", HARD_MAX_DEPTH)?;
     m.add("DEFAULT_MAX_DEPTH", DEFAULT_MAX_DEPTH)?;

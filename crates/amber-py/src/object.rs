@@ -1,5 +1,6 @@
 //! Owned references to Python objects and the exact-type table used for dispatch.
 
+use std::ffi::CStr;
 use std::ptr::NonNull;
 
 use pyo3_ffi as ffi;
@@ -101,5 +102,110 @@ impl Types {
                 false_: ffi::Py_False(),
             }
         }
+    }
+}
+
+/// A Python object resolved once and then kept for the life of the process (its strong
+/// reference is never released): library types and helpers looked up lazily by the
+/// encoder and decoder of EXT values.
+pub struct Cached(std::sync::OnceLock<usize>);
+
+impl Cached {
+    /// Nothing resolved yet.
+    pub const fn new() -> Cached {
+        Cached(std::sync::OnceLock::new())
+    }
+
+    /// The cached object (borrowed, never NULL), or else the result of `init`: a new
+    /// reference, kept from now on, or NULL (nothing is cached and `init` may try again
+    /// next time). The GIL must be held.
+    pub fn get_or_init(&self, init: impl FnOnce() -> *mut ffi::PyObject) -> *mut ffi::PyObject {
+        if let Some(&ptr) = self.0.get() {
+            return ptr as *mut ffi::PyObject;
+        }
+        let ptr = init();
+        if ptr.is_null() {
+            return ptr;
+        }
+        if self.0.set(ptr as usize).is_err() {
+            // Another thread won the race: keep its object and drop ours.
+            // SAFETY: ptr is the new reference `init` returned; the GIL is held.
+            unsafe { ffi::Py_DECREF(ptr) };
+        }
+        self.0
+            .get()
+            .map_or(std::ptr::null_mut(), |&p| p as *mut ffi::PyObject)
+    }
+
+    /// `module.attr` if `module` is already imported (in `sys.modules`) and its namespace
+    /// holds `attr`: nothing is imported and no Python code runs. Borrowed; NULL (with no
+    /// exception set) when not available yet.
+    pub fn loaded_attr(&self, module: &CStr, attr: &CStr) -> *mut ffi::PyObject {
+        self.get_or_init(|| {
+            // SAFETY: C-API calls with the GIL held on NUL-terminated names; every new
+            // reference is released or returned, and any stray exception is cleared.
+            unsafe {
+                let name = ffi::PyUnicode_FromString(module.as_ptr());
+                if name.is_null() {
+                    ffi::PyErr_Clear();
+                    return std::ptr::null_mut();
+                }
+                let m = ffi::PyImport_GetModule(name);
+                ffi::Py_DECREF(name);
+                if m.is_null() {
+                    ffi::PyErr_Clear();
+                    return std::ptr::null_mut();
+                }
+                let mut found = std::ptr::null_mut();
+                if ffi::PyModule_Check(m) != 0 {
+                    let dict = ffi::PyModule_GetDict(m);
+                    if !dict.is_null() {
+                        found = ffi::PyDict_GetItemString(dict, attr.as_ptr());
+                        if !found.is_null() {
+                            ffi::Py_INCREF(found);
+                        }
+                    }
+                }
+                ffi::Py_DECREF(m);
+                ffi::PyErr_Clear();
+                found
+            }
+        })
+    }
+
+    /// `module.attr`, importing `module` on first need. Borrowed; NULL with an exception
+    /// set if the import or the attribute lookup failed.
+    pub fn imported_attr(&self, module: &CStr, attr: &CStr) -> *mut ffi::PyObject {
+        self.get_or_init(|| {
+            // SAFETY: C-API calls with the GIL held on NUL-terminated names; the module
+            // reference is released, the attribute (a new reference or NULL) returned.
+            unsafe {
+                let m = ffi::PyImport_ImportModule(module.as_ptr());
+                if m.is_null() {
+                    return m;
+                }
+                let found = ffi::PyObject_GetAttrString(m, attr.as_ptr());
+                ffi::Py_DECREF(m);
+                found
+            }
+        })
+    }
+}
+
+/// The UTF-8 bytes of a str object, copied; `None` for a non-str or a str that has no UTF-8
+/// form (lone surrogates), with the Python error cleared.
+pub fn str_utf8(s: &PyObj) -> Option<Vec<u8>> {
+    let mut size: ffi::Py_ssize_t = 0;
+    // SAFETY: a type check, then the UTF-8 buffer of a live str, copied while s is held.
+    unsafe {
+        if ffi::PyUnicode_Check(s.as_ptr()) == 0 {
+            return None;
+        }
+        let data = ffi::PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut size);
+        if data.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(std::slice::from_raw_parts(data.cast::<u8>(), size as usize).to_vec())
     }
 }

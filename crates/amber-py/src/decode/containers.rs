@@ -1,12 +1,12 @@
 //! list, tuple, dict, set, frozenset, and the Builder trait wiring.
 
-use amber_format::{BuildError, Builder};
+use amber_format::{BuildError, Builder, ExtCode, ShapeDef};
 use pyo3_ffi as ffi;
 
 use super::PyBuilder;
 use crate::object::PyObj;
 
-impl Builder for PyBuilder<'_> {
+impl Builder for PyBuilder<'_, '_> {
     type Obj = PyObj;
 
     fn none(&mut self) -> Result<PyObj, BuildError> {
@@ -122,5 +122,46 @@ impl Builder for PyBuilder<'_> {
             return Err(BuildError::Duplicate);
         }
         Ok(())
+    }
+    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<PyObj, BuildError> {
+        match code {
+            ExtCode::NdArray | ExtCode::NumpyScalar => self.numpy_blob(code, blob),
+            _ => self.known_blob(code, blob),
+        }
+    }
+    fn ext_begin(&mut self, code: ExtCode) -> Result<PyObj, BuildError> {
+        self.known_begin(code)
+    }
+    fn ext_finish(
+        &mut self,
+        code: ExtCode,
+        obj: &PyObj,
+        values: Vec<PyObj>,
+    ) -> Result<(), BuildError> {
+        self.known_finish(code, obj, values)
+    }
+    fn ext_build(&mut self, code: ExtCode, values: Vec<PyObj>) -> Result<PyObj, BuildError> {
+        self.known_build(code, values)
+    }
+    fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError> {
+        self.class_define_shape(index, shape)
+    }
+    fn object_begin(&mut self, shape: usize) -> Result<PyObj, BuildError> {
+        self.class_begin(shape)
+    }
+    fn object_set(
+        &mut self,
+        obj: &PyObj,
+        shape: usize,
+        index: usize,
+        value: PyObj,
+    ) -> Result<(), BuildError> {
+        self.class_set(obj, shape, index, value)
+    }
+    fn object_finish(&mut self, obj: &PyObj, shape: usize) -> Result<(), BuildError> {
+        self.class_finish(obj, shape)
+    }
+    fn object_build(&mut self, shape: usize, values: Vec<PyObj>) -> Result<PyObj, BuildError> {
+        self.class_build(shape, values)
     }
 }

@@ -51,7 +51,7 @@ impl HashGuard {
     }
 }
 
-impl PyBuilder<'_> {
+impl PyBuilder<'_, '_> {
     /// Checks a key (or set element) before it goes into `container`.
     #[inline]
     pub(super) fn guard_key(&mut self, container: &PyObj, key: &PyObj) -> Result<(), BuildError> {

@@ -1,30 +1,43 @@
 //! Python objects from amber bytes: a [`Builder`] for the format crate's decoder, which does
 //! all the checking of the input. This side makes objects and guards dict/set hashing.
 
+mod classes;
 mod containers;
 mod hash_guard;
+mod known;
+mod numpy;
 mod scalars;
 
 use amber_format::{decode, BuildError, DecodeError, Limits};
 use pyo3::prelude::*;
 
 use crate::object::PyObj;
+pub use classes::ClassOptions;
 use hash_guard::HashGuard;
 
 /// Builds Python objects for one decode.
-pub struct PyBuilder<'py> {
+pub struct PyBuilder<'py, 'o> {
     py: Python<'py>,
     guard: HashGuard,
     /// The Python exception behind a [`BuildError::Host`].
     error: Option<PyErr>,
+    /// What the caller allows.
+    classes: &'o ClassOptions,
+    /// How to build each shape defined so far, by shape number.
+    shapes: Vec<classes::ShapePlan>,
+    /// The class named by a `class_not_allowed` error: module and qualname.
+    refused: Option<(String, String)>,
 }
 
-impl<'py> PyBuilder<'py> {
-    fn new(py: Python<'py>, input_len: usize) -> Self {
+impl<'py, 'o> PyBuilder<'py, 'o> {
+    fn new(py: Python<'py>, input_len: usize, classes: &'o ClassOptions) -> Self {
         PyBuilder {
             py,
             guard: HashGuard::new(input_len),
             error: None,
+            classes,
+            shapes: Vec::new(),
+            refused: None,
         }
     }
 
@@ -43,8 +56,8 @@ impl<'py> PyBuilder<'py> {
 
 /// What a failed decode raises: a format error, or the Python exception a builder hit.
 pub enum DecodeFailure {
-    /// The input is malformed or over a limit.
-    Format(DecodeError),
+    /// The input is malformed or over a limit; for a refused class, its module and qualname.
+    Format(DecodeError, Option<(String, String)>),
     /// Python failed (e.g. MemoryError).
     Python(PyErr),
 }
@@ -54,8 +67,9 @@ pub fn decode_bytes(
     py: Python<'_>,
     data: &[u8],
     limits: &Limits,
+    classes: &ClassOptions,
 ) -> Result<Py<PyAny>, DecodeFailure> {
-    let mut builder = PyBuilder::new(py, data.len());
+    let mut builder = PyBuilder::new(py, data.len(), classes);
     match decode(data, limits, &mut builder) {
         // SAFETY: the builder returns an owned reference; ownership moves to the Py handle.
         Ok(obj) => Ok(unsafe { Bound::from_owned_ptr(py, obj.into_ptr()) }.unbind()),
@@ -63,7 +77,7 @@ pub fn decode_bytes(
             Some(py_err) if err.kind == amber_format::ErrorKind::Host => {
                 Err(DecodeFailure::Python(py_err))
             }
-            _ => Err(DecodeFailure::Format(err)),
+            _ => Err(DecodeFailure::Format(err, builder.refused.take())),
         },
     }
 }

@@ -8,7 +8,7 @@ use super::PyBuilder;
 use crate::object::PyObj;
 use amber_format::BuildError;
 
-impl PyBuilder<'_> {
+impl PyBuilder<'_, '_> {
     #[inline]
     pub(super) fn make_none(&mut self) -> PyObj {
         // SAFETY: None is immortal-or-static and always live.

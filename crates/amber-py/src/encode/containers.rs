@@ -4,7 +4,7 @@ use amber_format::{ImmutableStart, ImmutableToken};
 use pyo3_ffi as ffi;
 
 use super::error::key_label;
-use super::{shared, EncodeFail, FailKind, PyEncoder, Segment};
+use super::{hold, shared, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::object::PyObj;
 
 impl PyEncoder<'_> {
@@ -13,16 +13,30 @@ impl PyEncoder<'_> {
         if self.write_ref_if_seen(obj) {
             return Ok(());
         }
+        let _held = hold(obj);
         self.enter()?;
-        // SAFETY: obj is an exact list; no Python code runs during the encode, so its
-        // length and items stay as read.
+        // SAFETY: obj is an exact list.
         let n = unsafe { ffi::PyList_GET_SIZE(obj) };
         self.writer.list_header(n as usize);
         for i in 0..n {
-            // SAFETY: 0 <= i < n = len(list); the item is borrowed from the list.
-            let item = unsafe { ffi::PyList_GET_ITEM(obj, i) };
-            self.nested_value(item)
+            // Class code (a __getstate__, a custom encoder) may run while an item is written
+            // and change this list, so the length is read again and each item is held.
+            // SAFETY: obj is a live list; i is checked against its current length first,
+            // and the borrowed item is turned into a strong reference at once.
+            let item = unsafe {
+                if i >= ffi::PyList_GET_SIZE(obj) {
+                    return Err(changed_size("list", obj));
+                }
+                PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ffi::PyList_GET_ITEM(
+                    obj, i,
+                )))
+            };
+            self.nested_value(item.as_ptr())
                 .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
+        }
+        // SAFETY: obj is a live list.
+        if unsafe { ffi::PyList_GET_SIZE(obj) } != n {
+            return Err(changed_size("list", obj));
         }
         self.leave();
         Ok(())
@@ -35,6 +49,7 @@ impl PyEncoder<'_> {
         let Some(token) = self.begin_immutable(obj, n > 0)? else {
             return Ok(());
         };
+        let _held = hold(obj);
         self.writer.tuple_header(n as usize);
         for i in 0..n {
             // SAFETY: 0 <= i < n = len(tuple); the item is borrowed from the tuple.
@@ -51,6 +66,7 @@ impl PyEncoder<'_> {
         if self.write_ref_if_seen(obj) {
             return Ok(());
         }
+        let _held = hold(obj);
         self.enter()?;
         // SAFETY: obj is an exact dict.
         let n = unsafe { ffi::PyDict_Size(obj) };
@@ -59,14 +75,21 @@ impl PyEncoder<'_> {
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();
         let mut value: *mut ffi::PyObject = std::ptr::null_mut();
         let mut index = 0;
-        // SAFETY: iterating an exact dict that no Python code can change meanwhile; key and
-        // value are borrowed from the dict.
+        // SAFETY: PyDict_Next checks its position against the dict's current entries, so
+        // it stays in bounds even if class code changes the dict meanwhile. Key and value
+        // are borrowed (see `list` for why); the key is held once written, because the error
+        // path of its value still names it.
         while unsafe { ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) } != 0 {
             self.nested_value(key)
                 .map_err(|e| e.at(Segment::KeyOf(index), obj))?;
+            // SAFETY: key is live: the dict holds it and no code ran since PyDict_Next.
+            let held = unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(key)) };
             self.nested_value(value)
-                .map_err(|e| e.at(Segment::Key(key_label(self.py, key)), obj))?;
+                .map_err(|e| e.at(Segment::Key(key_label(self.py, held.as_ptr())), obj))?;
             index += 1;
+        }
+        if index != n as usize {
+            return Err(changed_size("dict", obj));
         }
         self.leave();
         Ok(())
@@ -85,6 +108,7 @@ impl PyEncoder<'_> {
             self.enter()?;
             None
         };
+        let _held = hold(obj);
         // SAFETY: obj is an exact set or frozenset.
         let n = unsafe { ffi::PySet_Size(obj) };
         self.writer.set_header(n as usize, frozen);
@@ -103,6 +127,9 @@ impl PyEncoder<'_> {
         if !unsafe { ffi::PyErr_Occurred() }.is_null() {
             return Err(EncodeFail::python(self.py));
         }
+        if index != n as usize {
+            return Err(changed_size("set", obj));
+        }
         self.end_immutable(obj, token);
         Ok(())
     }
@@ -111,7 +138,7 @@ impl PyEncoder<'_> {
     /// written before and a `REF` to it is out; otherwise the nesting level is entered and
     /// the token (if tracked) goes to [`PyEncoder::end_immutable`].
     #[inline]
-    fn begin_immutable(
+    pub(super) fn begin_immutable(
         &mut self,
         obj: *mut ffi::PyObject,
         trackable: bool,
@@ -123,7 +150,15 @@ impl PyEncoder<'_> {
                         self.writer.reference(offset);
                         return Ok(None);
                     }
-                    ImmutableStart::Write(token) => Some(token),
+                    ImmutableStart::Write(token) => {
+                        // Memoized objects must outlive the encode: a freed one's address
+                        // could come back as another object and be taken for it.
+                        // SAFETY: obj is live (held by its container for this call).
+                        self.temporaries.push(unsafe {
+                            PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj))
+                        });
+                        Some(token)
+                    }
                     ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),
                 }
             }
@@ -140,7 +175,7 @@ impl PyEncoder<'_> {
     /// Leaves a container's nesting level; for a tracked tuple or frozenset, also tells the
     /// tracker it is complete.
     #[inline]
-    fn end_immutable(&mut self, obj: *mut ffi::PyObject, token: Option<ImmutableToken>) {
+    pub(super) fn end_immutable(&mut self, obj: *mut ffi::PyObject, token: Option<ImmutableToken>) {
         self.leave();
         if let Some(token) = token {
             if token.is_superseded() {
@@ -151,4 +186,13 @@ impl PyEncoder<'_> {
             }
         }
     }
+}
+
+/// The error for a container that class code changed while it was being written: the
+/// count already in the output would no longer match.
+#[cold]
+fn changed_size(what: &str, _container: *mut ffi::PyObject) -> EncodeFail {
+    EncodeFail::new(FailKind::Refused(format!(
+        "the {what} changed size while it was being encoded (by code in a class it contains)"
+    )))
 }

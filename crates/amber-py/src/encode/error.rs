@@ -16,6 +16,8 @@ pub enum Segment {
     KeyOf(usize),
     /// The i-th element of a set or frozenset, in iteration order.
     Element(usize),
+    /// An attribute (field) of a class instance.
+    Attr(String),
 }
 
 /// What went wrong.
@@ -31,6 +33,8 @@ pub enum FailKind {
     Python(PyErr),
     /// Not a failure: the pass met a cycle through a tuple and must start over.
     Restart,
+    /// The value cannot be written, for the reason given.
+    Refused(String),
 }
 
 /// A failed encode: the kind, the path from the root (collected innermost first), and the
@@ -119,6 +123,7 @@ fn render(segment: &Segment) -> String {
         Segment::Key(key) => format!("[{key}]"),
         Segment::KeyOf(i) => format!("<key {i}>"),
         Segment::Element(i) => format!("{{{i}}}"),
+        Segment::Attr(name) => format!(".{name}"),
     }
 }
 

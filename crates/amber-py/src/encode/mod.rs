@@ -1,8 +1,11 @@
 //! Python objects onto the amber writer. [`PyEncoder::value`] is the one place that picks the
 //! encoder for a value: exact-type checks, hottest types first, then a cold fallback.
 
+mod classes;
 mod containers;
 mod error;
+mod known;
+mod numpy;
 mod scalars;
 
 use amber_format::decode::{STACK_RED_ZONE, STACK_SEGMENT};
@@ -12,7 +15,7 @@ use pyo3_ffi as ffi;
 
 pub use error::{EncodeFail, FailKind, Segment};
 
-use crate::object::Types;
+use crate::object::{PyObj, Types};
 
 /// Encoder options, validated by the caller.
 #[derive(Clone, Copy, Debug)]
@@ -31,6 +34,12 @@ pub struct PyEncoder<'py> {
     depth: u32,
     max_depth: u32,
     types: Types,
+    /// Shapes of class instances written so far in this pass.
+    shapes: classes::ShapeTable,
+    /// Objects made during the encode (states, temporary lists), alive until it ends.
+    temporaries: Vec<PyObj>,
+    /// The caller's custom encode functions by exact type (a dict), if any.
+    custom: Option<PyObj>,
 }
 
 /// Encodes `obj` into a complete payload.
@@ -38,6 +47,7 @@ pub fn encode(
     py: Python<'_>,
     obj: *mut ffi::PyObject,
     options: Options,
+    custom: Option<PyObj>,
 ) -> Result<Vec<u8>, EncodeFail> {
     let mut encoder = PyEncoder {
         py,
@@ -46,6 +56,9 @@ pub fn encode(
         depth: 0,
         max_depth: options.max_depth,
         types: Types::get(),
+        shapes: classes::ShapeTable::default(),
+        temporaries: Vec::new(),
+        custom,
     };
     loop {
         let again = match encoder.value(obj) {
@@ -64,8 +77,19 @@ pub fn encode(
             tracker.reset(true);
         }
         encoder.writer.reset();
+        encoder.shapes.clear();
         encoder.depth = 0;
     }
+}
+
+/// A strong reference to `obj` for as long as it is being written: class code run by a child
+/// may drop the last other reference to it. Taken only after the identity memo has looked at
+/// `obj`, since it changes the reference count [`shared`] reads.
+#[inline]
+fn hold(obj: *mut ffi::PyObject) -> PyObj {
+    // SAFETY: obj is a live, non-NULL object for this call (its container or the caller
+    // holds it); the GIL is held.
+    unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) }
 }
 
 /// Whether anything besides its container holds `obj`; an object held once cannot be met
@@ -126,8 +150,12 @@ impl PyEncoder<'_> {
         } else if ty == t.complex {
             self.complex(obj);
             Ok(())
+        } else if let Some(done) = self.known_value(obj, ty) {
+            done
+        } else if let Some(done) = self.numpy_value(obj, ty) {
+            done
         } else {
-            Err(EncodeFail::unsupported(self.py, obj))
+            self.class_instance(obj, ty)
         }
     }
 
@@ -147,7 +175,14 @@ impl PyEncoder<'_> {
                 self.writer.reference(offset);
                 true
             }
-            None => false,
+            None => {
+                // Class code may drop objects during the encode; a memoized one must stay
+                // alive so its address cannot be reused by a new object taken for it.
+                // SAFETY: obj is live for this call (held by its container or the caller).
+                self.temporaries
+                    .push(unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) });
+                false
+            }
         }
     }
 

@@ -1,0 +1,470 @@
+//! OBJECT values: each shape is resolved against the caller's allow-list when it is defined,
+//! before any instance is built; instances are then built from the plan made for the shape.
+//!
+//! A payload's names are only ever keys into the caller's dicts: nothing is imported and no
+//! attribute of any module is looked up. Code runs only in classes the caller allowed
+//! (their `__new__`, `__setstate__`, enum lookup, defaults) and in registered custom
+//! decode functions.
+
+use std::ptr::NonNull;
+
+use amber_format::{BuildError, ErrorKind, ObjectKind, ShapeDef};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3_ffi as ffi;
+
+use super::PyBuilder;
+use crate::helpers;
+use crate::object::PyObj;
+
+/// What the caller allows a decode to build.
+pub struct ClassOptions {
+    /// `"module:qualname"` -> class.
+    pub allowed: Py<PyAny>,
+    /// `"module:qualname"` -> custom decode function.
+    pub decoders: Py<PyAny>,
+    /// Refuse payload fields the local class does not declare.
+    pub unknown_error: bool,
+    /// Build `amber.Placeholder` objects for classes not allowed, instead of failing.
+    pub placeholders: bool,
+}
+
+/// Where one payload field of an ATTRS shape goes (the `_classes.TO_*` codes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum FieldAction {
+    ToDict,
+    SetAttr,
+    Drop,
+}
+
+/// How instances of one shape are built.
+pub enum ShapePlan {
+    Attrs {
+        cls: PyObj,
+        plain_new: bool,
+        actions: Vec<FieldAction>,
+        names: Vec<PyObj>,
+        defaults: Option<PyObj>,
+    },
+    State {
+        cls: PyObj,
+    },
+    Tuple {
+        cls: PyObj,
+        plan: PyObj,
+    },
+    Enum {
+        cls: PyObj,
+    },
+    Custom {
+        name: String,
+        decode: PyObj,
+    },
+    Placeholder {
+        module: String,
+        qualname: String,
+        kind: ObjectKind,
+        names: Vec<PyObj>,
+    },
+}
+
+fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
+    // SAFETY: obj is a live object; we take a new strong reference.
+    unsafe { PyObj::from_borrowed(NonNull::new_unchecked(obj.as_ptr())) }
+}
+
+fn kind_by_name(name: &str) -> ErrorKind {
+    ErrorKind::ALL
+        .iter()
+        .copied()
+        .find(|k| k.name() == name)
+        .unwrap_or(ErrorKind::BadState)
+}
+
+impl PyBuilder<'_, '_> {
+    /// Turns a Python exception from class code into a typed rejection: `Refusal` from
+    /// `amber._classes` keeps its kind; anything else becomes `bad_state` with the message.
+    fn class_failure(&mut self, err: PyErr, context: &str) -> BuildError {
+        let py = self.py;
+        let value = err.value(py);
+        let kind = value
+            .getattr("kind")
+            .ok()
+            .and_then(|k| k.extract::<String>().ok())
+            .map(|k| kind_by_name(&k));
+        match kind {
+            Some(kind) => BuildError::Rejected(kind, value.to_string()),
+            None => {
+                let type_name = value
+                    .get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+                BuildError::Rejected(
+                    ErrorKind::BadState,
+                    format!("{context} raised {type_name}: {value}"),
+                )
+            }
+        }
+    }
+
+    fn lookup(&self, table: &Py<PyAny>, key: &str) -> Option<Bound<'_, PyAny>> {
+        let dict = table.bind(self.py).cast::<PyDict>().ok()?;
+        dict.get_item(key).ok().flatten()
+    }
+
+    pub(super) fn class_define_shape(
+        &mut self,
+        index: usize,
+        shape: ShapeDef,
+    ) -> Result<(), BuildError> {
+        debug_assert_eq!(index, self.shapes.len());
+        let key = format!("{}:{}", shape.module, shape.qualname);
+        let found = if shape.kind == ObjectKind::Custom {
+            self.lookup(&self.classes.decoders, &key).map(|f| owned(&f))
+        } else {
+            self.lookup(&self.classes.allowed, &key).map(|c| owned(&c))
+        };
+        let plan = match found {
+            None if self.classes.placeholders => ShapePlan::Placeholder {
+                names: shape
+                    .fields
+                    .iter()
+                    .map(|f| owned(PyString::intern(self.py, f).as_any()))
+                    .collect(),
+                module: shape.module,
+                qualname: shape.qualname,
+                kind: shape.kind,
+            },
+            None => {
+                let hint = if shape.kind == ObjectKind::Custom {
+                    "register an amber.CustomType for it in custom=[...]"
+                } else {
+                    "pass it in types=[...] to allow it"
+                };
+                let message = format!(
+                    "class {}.{} is not allowed: {hint}",
+                    shape.module, shape.qualname
+                );
+                self.refused = Some((shape.module, shape.qualname));
+                return Err(BuildError::Rejected(ErrorKind::ClassNotAllowed, message));
+            }
+            Some(decode) if shape.kind == ObjectKind::Custom => ShapePlan::Custom {
+                name: format!("{}.{}", shape.module, shape.qualname),
+                decode,
+            },
+            Some(cls) => self.plan_shape(cls, &shape)?,
+        };
+        self.shapes.push(plan);
+        Ok(())
+    }
+
+    fn plan_shape(&mut self, cls: PyObj, shape: &ShapeDef) -> Result<ShapePlan, BuildError> {
+        let py = self.py;
+        // SAFETY: cls is a live object we own.
+        let cls_bound = unsafe { Bound::from_borrowed_ptr(py, cls.as_ptr()) };
+        let fields = PyTuple::new(py, shape.fields.iter().map(|f| PyString::intern(py, f)))
+            .map_err(|e| self.class_failure(e, "building the field tuple"))?;
+        let answer = helpers::call(
+            py,
+            "decode_plan",
+            (
+                cls_bound,
+                shape.kind as u8,
+                fields.clone(),
+                self.classes.unknown_error,
+            ),
+        );
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => return Err(self.class_failure(e, "planning the class")),
+        };
+        let parsed: PyResult<ShapePlan> = (|| {
+            let t = answer.cast::<PyTuple>()?;
+            Ok(match shape.kind {
+                ObjectKind::Attrs => {
+                    let actions: Vec<u8> = t.get_item(2)?.extract()?;
+                    let defaults = t.get_item(4)?;
+                    ShapePlan::Attrs {
+                        plain_new: t.get_item(1)?.extract()?,
+                        actions: actions
+                            .into_iter()
+                            .map(|a| match a {
+                                0 => FieldAction::ToDict,
+                                1 => FieldAction::SetAttr,
+                                _ => FieldAction::Drop,
+                            })
+                            .collect(),
+                        names: fields.iter().map(|f| owned(&f)).collect(),
+                        defaults: (defaults.len()? > 0).then(|| owned(&defaults)),
+                        cls,
+                    }
+                }
+                ObjectKind::State => ShapePlan::State { cls },
+                ObjectKind::TupleFields => ShapePlan::Tuple {
+                    cls,
+                    plan: owned(answer.as_any()),
+                },
+                ObjectKind::Enum => ShapePlan::Enum { cls },
+                ObjectKind::Custom => {
+                    // Custom shapes are planned from the custom registry, never here.
+                    return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "a custom shape cannot be planned from a class",
+                    ));
+                }
+            })
+        })();
+        parsed.map_err(|e| self.class_failure(e, "reading the class plan"))
+    }
+
+    fn shape_plan(&self, shape: usize) -> Result<&ShapePlan, BuildError> {
+        self.shapes.get(shape).ok_or(BuildError::Host)
+    }
+
+    pub(super) fn class_begin(&mut self, shape: usize) -> Result<PyObj, BuildError> {
+        let py = self.py;
+        let made = match self.shape_plan(shape)? {
+            ShapePlan::Attrs {
+                cls,
+                plain_new: true,
+                ..
+            } => {
+                // SAFETY: object's tp_new with the allowed class, an empty args tuple and no
+                // kwargs: what `object.__new__(cls)` does (it checks abstract classes).
+                unsafe {
+                    let args = ffi::PyTuple_New(0);
+                    if args.is_null() {
+                        return Err(self.host_failure());
+                    }
+                    let new = ffi::PyBaseObject_Type.tp_new;
+                    let obj = match new {
+                        Some(f) => f(cls.as_ptr().cast(), args, std::ptr::null_mut()),
+                        None => std::ptr::null_mut(),
+                    };
+                    ffi::Py_DECREF(args);
+                    PyObj::from_owned(obj).ok_or(())
+                }
+            }
+            ShapePlan::Attrs { cls, .. } | ShapePlan::State { cls } => {
+                // SAFETY: cls is live; `cls.__new__(cls)` returns a new reference or NULL.
+                unsafe {
+                    let name = c"__new__";
+                    let new = ffi::PyObject_GetAttrString(cls.as_ptr(), name.as_ptr());
+                    if new.is_null() {
+                        return Err(self.host_failure());
+                    }
+                    let obj = ffi::PyObject_CallOneArg(new, cls.as_ptr());
+                    ffi::Py_DECREF(new);
+                    PyObj::from_owned(obj).ok_or(())
+                }
+            }
+            ShapePlan::Placeholder {
+                module,
+                qualname,
+                kind,
+                ..
+            } => {
+                let state: Bound<'_, PyAny> = if *kind == ObjectKind::Attrs {
+                    PyDict::new(py).into_any()
+                } else {
+                    py.None().into_bound(py)
+                };
+                helpers::call(py, "placeholder", (module, qualname, *kind as u8, state))
+                    .map(|p| owned(&p))
+                    .map_err(|e| {
+                        e.restore(py);
+                    })
+            }
+            _ => return Err(BuildError::Host),
+        };
+        match made {
+            Ok(obj) => Ok(obj),
+            Err(()) => {
+                let err = PyErr::fetch(py);
+                Err(self.class_failure(err, "creating the instance"))
+            }
+        }
+    }
+
+    pub(super) fn class_set(
+        &mut self,
+        obj: &PyObj,
+        shape: usize,
+        index: usize,
+        value: PyObj,
+    ) -> Result<(), BuildError> {
+        let py = self.py;
+        let status = match self.shape_plan(shape)? {
+            ShapePlan::Attrs { actions, names, .. } => {
+                let (Some(action), Some(name)) = (actions.get(index), names.get(index)) else {
+                    return Err(BuildError::Host);
+                };
+                match action {
+                    FieldAction::Drop => 0,
+                    // SAFETY: obj is a live instance with a __dict__ (the plan says so);
+                    // GenericGetDict returns a new reference or NULL; name and value are live.
+                    FieldAction::ToDict => unsafe {
+                        let dict = ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut());
+                        if dict.is_null() {
+                            -1
+                        } else {
+                            let status = ffi::PyDict_SetItem(dict, name.as_ptr(), value.as_ptr());
+                            ffi::Py_DECREF(dict);
+                            status
+                        }
+                    },
+                    // SAFETY: object.__setattr__ on a live instance with a live name and value.
+                    FieldAction::SetAttr => unsafe {
+                        ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
+                    },
+                }
+            }
+            ShapePlan::State { .. } => {
+                // SAFETY: obj and value are live objects we hold.
+                let (target, state) = unsafe {
+                    (
+                        Bound::from_borrowed_ptr(py, obj.as_ptr()),
+                        Bound::from_borrowed_ptr(py, value.as_ptr()),
+                    )
+                };
+                return match helpers::call(py, "apply_state", (target, state)) {
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(self.class_failure(e, "__setstate__")),
+                };
+            }
+            ShapePlan::Placeholder { kind, names, .. } => {
+                // SAFETY: obj is a Placeholder we made; value is live.
+                let (target, value) = unsafe {
+                    (
+                        Bound::from_borrowed_ptr(py, obj.as_ptr()),
+                        Bound::from_borrowed_ptr(py, value.as_ptr()),
+                    )
+                };
+                let done = if *kind == ObjectKind::Attrs {
+                    match names.get(index) {
+                        // SAFETY: the name is a live str we hold.
+                        Some(name) => target.getattr("state").and_then(|s| {
+                            s.set_item(
+                                unsafe { Bound::from_borrowed_ptr(py, name.as_ptr()) },
+                                value,
+                            )
+                        }),
+                        None => return Err(BuildError::Host),
+                    }
+                } else {
+                    target.setattr("state", value)
+                };
+                return done.map_err(|e| self.class_failure(e, "filling a placeholder"));
+            }
+            _ => return Err(BuildError::Host),
+        };
+        if status < 0 {
+            let err = PyErr::fetch(py);
+            return Err(self.class_failure(err, "setting a field"));
+        }
+        Ok(())
+    }
+
+    pub(super) fn class_finish(&mut self, obj: &PyObj, shape: usize) -> Result<(), BuildError> {
+        let py = self.py;
+        if let ShapePlan::Attrs {
+            defaults: Some(defaults),
+            ..
+        } = self.shape_plan(shape)?
+        {
+            // SAFETY: both are live objects we hold.
+            let (target, defaults) = unsafe {
+                (
+                    Bound::from_borrowed_ptr(py, obj.as_ptr()),
+                    Bound::from_borrowed_ptr(py, defaults.as_ptr()),
+                )
+            };
+            if let Err(e) = helpers::call(py, "fill_defaults", (target, defaults)) {
+                return Err(self.class_failure(e, "filling defaults"));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn class_build(
+        &mut self,
+        shape: usize,
+        values: Vec<PyObj>,
+    ) -> Result<PyObj, BuildError> {
+        let py = self.py;
+        // SAFETY: every value is a live object we own.
+        let bound: Vec<Bound<'_, PyAny>> = values
+            .iter()
+            .map(|v| unsafe { Bound::from_borrowed_ptr(py, v.as_ptr()) })
+            .collect();
+        let first = bound
+            .first()
+            .cloned()
+            .unwrap_or_else(|| py.None().into_bound(py));
+        let result = match self.shape_plan(shape)? {
+            // SAFETY (all arms): the plan's objects are live and owned by the plan.
+            ShapePlan::Tuple { cls, plan } => {
+                let (cls, plan) = unsafe {
+                    (
+                        Bound::from_borrowed_ptr(py, cls.as_ptr()),
+                        Bound::from_borrowed_ptr(py, plan.as_ptr()),
+                    )
+                };
+                let list =
+                    PyList::new(py, &bound).map_err(|e| self.class_failure(e, "a named tuple"))?;
+                helpers::call(py, "build_tuple", (cls, plan, list))
+                    .map_err(|e| (e, "a named tuple"))
+            }
+            ShapePlan::Enum { cls } => {
+                let cls = unsafe { Bound::from_borrowed_ptr(py, cls.as_ptr()) };
+                let fast = cls
+                    .getattr("_value2member_map_")
+                    .ok()
+                    .and_then(|m| m.cast_into::<PyDict>().ok())
+                    .and_then(|m| m.get_item(&first).ok().flatten());
+                match fast {
+                    Some(member) => Ok(member),
+                    None => helpers::call(py, "enum_member", (cls, first.clone()))
+                        .map_err(|e| (e, "the enum lookup")),
+                }
+            }
+            ShapePlan::Custom { name, decode } => {
+                let decode = unsafe { Bound::from_borrowed_ptr(py, decode.as_ptr()) };
+                let context = format!("the custom decode function of {name}");
+                return decode
+                    .call1((first,))
+                    .map(|o| owned(&o))
+                    .map_err(|e| self.class_failure(e, &context));
+            }
+            ShapePlan::Placeholder {
+                module,
+                qualname,
+                kind,
+                names,
+            } => {
+                let state: PyResult<Bound<'_, PyAny>> = if *kind == ObjectKind::TupleFields {
+                    let dict = PyDict::new(py);
+                    names
+                        .iter()
+                        .zip(&bound)
+                        .try_for_each(|(n, v)| {
+                            dict.set_item(unsafe { Bound::from_borrowed_ptr(py, n.as_ptr()) }, v)
+                        })
+                        .map(|()| dict.into_any())
+                } else {
+                    Ok(first.clone())
+                };
+                state
+                    .and_then(|s| {
+                        helpers::call(py, "placeholder", (module, qualname, *kind as u8, s))
+                    })
+                    .map_err(|e| (e, "a placeholder"))
+            }
+            _ => return Err(BuildError::Host),
+        };
+        match result {
+            Ok(obj) => Ok(owned(&obj)),
+            Err((e, context)) => Err(self.class_failure(e, context)),
+        }
+    }
+}

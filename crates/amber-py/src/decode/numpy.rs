@@ -1,0 +1,287 @@
+//! NDARRAY and NUMPY_SCALAR blobs. numpy is imported only when such a value is met.
+//!
+//! An array is allocated by numpy (`numpy.empty`, so it owns its memory, is writeable and
+//! C-contiguous) and its data copied in once, straight from the input.
+
+use std::sync::Mutex;
+
+use amber_format::{BuildError, ErrorKind, ExtCode};
+use pyo3_ffi as ffi;
+
+use super::known::{invalid, Reader};
+use super::PyBuilder;
+use crate::object::{Cached, PyObj};
+
+static NP_EMPTY: Cached = Cached::new();
+static NP_DTYPE: Cached = Cached::new();
+static NP_ZEROS: Cached = Cached::new();
+
+/// dtype kinds whose items are plain bytes: bool, ints, floats, complex, timedelta64,
+/// datetime64, bytes, str, unstructured void.
+const PLAIN_KINDS: &[u8] = b"biufcmMSUV";
+/// Most dimensions an NDARRAY may have.
+const MAX_NDIM: u64 = 64;
+/// Longest dtype string.
+const MAX_DTYPE_LEN: u64 = 64;
+
+/// A dtype already made and checked: its string, the dtype (the address of a strong
+/// reference, never released), its item size and kind.
+type CachedDtype = (Vec<u8>, usize, usize, u8);
+
+/// dtypes already made and checked, by their string. Bounded.
+static DTYPE_CACHE: Mutex<Vec<CachedDtype>> = Mutex::new(Vec::new());
+const DTYPE_CACHE_MAX: usize = 64;
+
+impl PyBuilder<'_, '_> {
+    pub(super) fn numpy_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<PyObj, BuildError> {
+        let mut r = Reader::new(code.spec_name(), blob);
+        match code {
+            ExtCode::NdArray => self.ndarray(&mut r),
+            ExtCode::NumpyScalar => self.numpy_scalar(&mut r),
+            _ => Err(invalid(format!("{} is not a numpy code", code.spec_name()))),
+        }
+    }
+
+    /// `numpy.<name>` (borrowed), importing numpy on first need.
+    fn numpy_attr(
+        &mut self,
+        slot: &'static Cached,
+        name: &std::ffi::CStr,
+    ) -> Result<*mut ffi::PyObject, BuildError> {
+        let ptr = slot.imported_attr(c"numpy", name);
+        if !ptr.is_null() {
+            return Ok(ptr);
+        }
+        // SAFETY: an exception is set; checking its type.
+        let missing = unsafe { ffi::PyErr_ExceptionMatches(ffi::PyExc_ImportError) } != 0;
+        if missing {
+            // SAFETY: discarding the ImportError, reported as a format error instead.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(BuildError::Rejected(
+                ErrorKind::InvalidExt,
+                String::from("numpy is not installed; NDARRAY and NUMPY_SCALAR values need it"),
+            ));
+        }
+        Err(self.python_rejected("importing numpy"))
+    }
+
+    /// Reads and checks the `dtype` field; returns the dtype object and its item size.
+    fn np_dtype(&mut self, r: &mut Reader<'_>) -> Result<(PyObj, usize, u8), BuildError> {
+        let what = r.what();
+        let n = r.varint("dtype length")?;
+        if !(1..=MAX_DTYPE_LEN).contains(&n) {
+            return Err(invalid(format!(
+                "{what} dtype length {n} is out of range 1..{MAX_DTYPE_LEN}"
+            )));
+        }
+        let raw = r.take(n, "dtype")?;
+        if let Ok(cache) = DTYPE_CACHE.lock() {
+            if let Some((_, ptr, itemsize, kind)) = cache.iter().find(|(t, ..)| t == raw) {
+                // SAFETY: the cache holds a reference to this live dtype; a new one for us.
+                let dtype = unsafe {
+                    PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(
+                        *ptr as *mut ffi::PyObject,
+                    ))
+                };
+                return Ok((dtype, *itemsize, *kind));
+            }
+        }
+        let (dtype, itemsize, kind) = self.np_dtype_checked(what, raw)?;
+        if let Ok(mut cache) = DTYPE_CACHE.lock() {
+            if cache.len() < DTYPE_CACHE_MAX {
+                // The cache keeps its own reference for good.
+                cache.push((
+                    raw.to_vec(),
+                    dtype.clone().into_ptr() as usize,
+                    itemsize,
+                    kind,
+                ));
+            }
+        }
+        Ok((dtype, itemsize, kind))
+    }
+
+    /// Makes the dtype for `raw` and checks it.
+    fn np_dtype_checked(
+        &mut self,
+        what: &'static str,
+        raw: &[u8],
+    ) -> Result<(PyObj, usize, u8), BuildError> {
+        let text = match std::str::from_utf8(raw) {
+            Ok(t) if t.bytes().all(|c| c.is_ascii_graphic()) => t,
+            _ => {
+                return Err(invalid(format!(
+                    "{what} dtype {:?} is not printable ASCII",
+                    String::from_utf8_lossy(raw)
+                )))
+            }
+        };
+        let np_dtype = self.numpy_attr(&NP_DTYPE, c"dtype")?;
+        let arg = self.str_obj(text)?;
+        let dtype = self.call(np_dtype, &[arg.as_ptr()], &format!("{what} dtype {text:?}"))?;
+        let attr = |b: &mut Self, name: &std::ffi::CStr| {
+            // SAFETY: dtype is live; the name is NUL-terminated; NULL means an exception.
+            let p = unsafe { ffi::PyObject_GetAttrString(dtype.as_ptr(), name.as_ptr()) };
+            b.made(p, what)
+        };
+        let canonical = attr(self, c"str")?;
+        let kind = attr(self, c"kind")?;
+        let canonical = str_of(&canonical);
+        let kind = str_of(&kind);
+        if canonical.as_deref() != Some(text) {
+            return Err(invalid(format!(
+                "{what} dtype {text:?} is not a numpy dtype.str (numpy writes it as {:?})",
+                canonical.unwrap_or_default()
+            )));
+        }
+        let plain =
+            matches!(kind.as_deref().map(str::as_bytes), Some([k]) if PLAIN_KINDS.contains(k));
+        if !plain {
+            return Err(invalid(format!(
+                "{what} dtype {text:?} is not plain data (object and other dtypes are refused)"
+            )));
+        }
+        if kind.as_deref() == Some("V") {
+            let fields = attr(self, c"fields")?;
+            let subdtype = attr(self, c"subdtype")?;
+            // SAFETY: comparing with the None singleton.
+            let none = unsafe { ffi::Py_None() };
+            if fields.as_ptr() != none || subdtype.as_ptr() != none {
+                return Err(invalid(format!(
+                    "{what} dtype {text:?} is structured, which is refused"
+                )));
+            }
+        }
+        let itemsize = attr(self, c"itemsize")?;
+        // SAFETY: itemsize is an int; -1 with an error on overflow.
+        let itemsize = unsafe { ffi::PyLong_AsSsize_t(itemsize.as_ptr()) };
+        if itemsize < 0 {
+            // SAFETY: clears a possible OverflowError.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(invalid(format!("{what} dtype {text:?} has no item size")));
+        }
+        let kind = kind.and_then(|k| k.bytes().next()).unwrap_or(b'V');
+        Ok((dtype, itemsize as usize, kind))
+    }
+
+    fn str_obj(&mut self, text: &str) -> Result<PyObj, BuildError> {
+        // SAFETY: decodes a valid UTF-8 slice; NULL means an exception.
+        let ptr = unsafe {
+            ffi::PyUnicode_FromStringAndSize(text.as_ptr().cast(), text.len() as ffi::Py_ssize_t)
+        };
+        self.made(ptr, "numpy dtype")
+    }
+
+    fn ndarray(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
+        let ndim = r.varint("ndim")?;
+        if ndim > MAX_NDIM {
+            return Err(invalid(format!("NDARRAY ndim {ndim} is above {MAX_NDIM}")));
+        }
+        let mut dims = Vec::with_capacity(ndim as usize);
+        for _ in 0..ndim {
+            let dim = r.varint("dimension")?;
+            if dim > isize::MAX as u64 {
+                return Err(invalid(format!(
+                    "NDARRAY dimension {dim} is above {}",
+                    isize::MAX
+                )));
+            }
+            dims.push(dim);
+        }
+        let (dtype, itemsize, kind) = self.np_dtype(r)?;
+        if itemsize == 0 && kind != b'V' {
+            // numpy would silently widen |S0 and <U0 arrays to one byte or char per item.
+            return Err(invalid(format!(
+                "NDARRAY dtype of kind '{}' with item size 0 cannot be made by numpy",
+                kind as char
+            )));
+        }
+        let data = r.rest();
+        let expected = dims
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+            .and_then(|count| count.checked_mul(itemsize as u64))
+            .filter(|&bytes| bytes <= isize::MAX as u64);
+        let Some(expected) = expected else {
+            return Err(invalid(format!(
+                "NDARRAY shape {dims:?} times item size {itemsize} overflows"
+            )));
+        };
+        if expected != data.len() as u64 {
+            return Err(invalid(format!(
+                "NDARRAY data has {} bytes; shape {dims:?} and item size {itemsize} need {expected}",
+                data.len()
+            )));
+        }
+        // SAFETY: plain constructor; filled below, in order, before anything sees it.
+        let shape = unsafe { ffi::PyTuple_New(dims.len() as ffi::Py_ssize_t) };
+        let shape = self.made(shape, "NDARRAY")?;
+        for (i, &dim) in dims.iter().enumerate() {
+            // SAFETY: plain constructor.
+            let dim = unsafe { ffi::PyLong_FromUnsignedLongLong(dim) };
+            let dim = self.made(dim, "NDARRAY")?;
+            // SAFETY: i < len(shape) of a fresh tuple; SET_ITEM steals the reference.
+            unsafe { ffi::PyTuple_SET_ITEM(shape.as_ptr(), i as ffi::Py_ssize_t, dim.into_ptr()) };
+        }
+        let empty = self.numpy_attr(&NP_EMPTY, c"empty")?;
+        let array = self.call(empty, &[shape.as_ptr(), dtype.as_ptr()], "NDARRAY")?;
+        self.fill(&array, data)?;
+        Ok(array)
+    }
+
+    fn numpy_scalar(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
+        let (dtype, itemsize, _) = self.np_dtype(r)?;
+        let data = r.rest();
+        if data.len() != itemsize {
+            return Err(invalid(format!(
+                "NUMPY_SCALAR data has {} bytes; its dtype's item size is {itemsize}",
+                data.len()
+            )));
+        }
+        // SAFETY: plain constructor.
+        let shape = unsafe { ffi::PyTuple_New(0) };
+        let shape = self.made(shape, "NUMPY_SCALAR")?;
+        // Zeroed: numpy widens an itemsize-0 dtype (|S0, <U0) to one item of padding.
+        let zeros = self.numpy_attr(&NP_ZEROS, c"zeros")?;
+        let array = self.call(zeros, &[shape.as_ptr(), dtype.as_ptr()], "NUMPY_SCALAR")?;
+        self.fill(&array, data)?;
+        // arr[()] of a 0-d array is its scalar.
+        // SAFETY: array and the empty tuple are live; NULL means an exception.
+        let scalar = unsafe { ffi::PyObject_GetItem(array.as_ptr(), shape.as_ptr()) };
+        self.made(scalar, "NUMPY_SCALAR")
+    }
+
+    /// Copies `data` into a fresh C-contiguous array of exactly that many bytes.
+    fn fill(&mut self, array: &PyObj, data: &[u8]) -> Result<(), BuildError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
+        let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+        let flags = ffi::PyBUF_WRITABLE | ffi::PyBUF_C_CONTIGUOUS;
+        // SAFETY: asks a fresh numpy array for a writable C-contiguous view; -1 means an
+        // exception is set (and view.obj stays NULL, so dropping the view is a no-op).
+        if unsafe { ffi::PyObject_GetBuffer(array.as_ptr(), &mut view.0, flags) } < 0 {
+            return Err(self.python_rejected("numpy array buffer"));
+        }
+        if view.0.buf.is_null() || view.0.len.max(0) as usize != data.len() {
+            return Err(invalid(format!(
+                "numpy made a buffer of {} bytes for {} bytes of data",
+                view.0.len,
+                data.len()
+            )));
+        }
+        // SAFETY: the view is a writable exported region of exactly data.len() bytes that
+        // stays valid until `view` drops; the input slice does not overlap a fresh array.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), view.0.buf.cast::<u8>(), data.len());
+        }
+        drop(view);
+        Ok(())
+    }
+}
+
+/// The text of a str object.
+fn str_of(s: &PyObj) -> Option<String> {
+    crate::object::str_utf8(s).and_then(|b| String::from_utf8(b).ok())
+}

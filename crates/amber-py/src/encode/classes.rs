@@ -1,0 +1,582 @@
+//! Class instances written as OBJECT values: enums, named tuples, attribute classes
+//! (dataclasses, attrs, plain and `__slots__` classes), `__getstate__` classes and the
+//! caller's custom types.
+//!
+//! What a class is, and which fields it has, is worked out once per class by
+//! `amber._classes.encode_plan` and cached for the life of the process; the cache holds the
+//! class, so a cached type pointer can never be reused by another class.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use amber_format::object::{dotted_name, field_name};
+use amber_format::ObjectKind;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+use pyo3_ffi as ffi;
+use rustc_hash::FxHashMap;
+
+use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
+use crate::helpers;
+use crate::object::PyObj;
+
+/// `encode_plan`'s code for `amber.Placeholder`, which is not a payload kind.
+const PLACEHOLDER: u8 = 255;
+
+/// How instances of one class are written.
+pub(super) struct ClassPlan {
+    /// Keeps the type alive while its pointer is a cache key.
+    _ty: Py<PyAny>,
+    /// For `amber.Placeholder`: written as the class it names, not as itself.
+    placeholder: bool,
+    kind: ObjectKind,
+    module: String,
+    qualname: String,
+    /// ATTRS: whether instances have a `__dict__`.
+    has_dict: bool,
+    /// ATTRS: slot names; TUPLE_FIELDS: field names.
+    names: Vec<Py<PyString>>,
+}
+
+type PlanCache = Mutex<FxHashMap<usize, Arc<ClassPlan>>>;
+
+fn plan_cache() -> &'static PlanCache {
+    static CACHE: OnceLock<PlanCache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(FxHashMap::default()))
+}
+
+/// Shapes written so far in one payload.
+#[derive(Default)]
+pub(crate) struct ShapeTable {
+    /// By class and field names.
+    numbers: FxHashMap<(usize, Vec<String>), usize>,
+    /// The last shape of each class, by name pointers: instances of one class almost always
+    /// share their attribute-name objects, so most lookups end here.
+    last: FxHashMap<usize, (Vec<usize>, usize)>,
+    /// Name objects whose pointers are in `last`, kept alive so pointers stay unique.
+    names_alive: Vec<PyObj>,
+    count: usize,
+}
+
+impl ShapeTable {
+    /// Forgets every shape (for a new pass over the same payload).
+    pub(crate) fn clear(&mut self) {
+        *self = ShapeTable::default();
+    }
+}
+
+fn refused(message: String) -> EncodeFail {
+    EncodeFail::new(FailKind::Refused(message))
+}
+
+impl PyEncoder<'_> {
+    /// Writes an instance of a class by module and qualified name.
+    pub(super) fn class_instance(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+    ) -> Result<(), EncodeFail> {
+        if let Some(encode) = self.custom_encoder(ty)? {
+            return self.custom_instance(obj, ty, encode);
+        }
+        let plan = self.plan_for(ty)?;
+        if plan.placeholder {
+            return self.placeholder_instance(obj);
+        }
+        match plan.kind {
+            ObjectKind::Attrs => self.attrs_instance(obj, ty, &plan),
+            ObjectKind::State => self.state_instance(obj, ty, &plan),
+            ObjectKind::TupleFields => self.tuple_fields_instance(obj, ty, &plan),
+            ObjectKind::Enum => self.enum_instance(obj, ty, &plan),
+            ObjectKind::Custom => Err(EncodeFail::unsupported(self.py, obj)),
+        }
+    }
+
+    fn custom_encoder(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Option<PyObj>, EncodeFail> {
+        let Some(table) = self.custom.as_ref() else {
+            return Ok(None);
+        };
+        // SAFETY: table is a live dict; the key is a live type; GetItemWithError returns a
+        // borrowed reference or NULL.
+        let found = unsafe { ffi::PyDict_GetItemWithError(table.as_ptr(), ty.cast()) };
+        match std::ptr::NonNull::new(found) {
+            // SAFETY: a borrowed reference from a live dict, taken at once.
+            Some(f) => Ok(Some(unsafe { PyObj::from_borrowed(f) })),
+            None if PyErr::occurred(self.py) => Err(EncodeFail::python(self.py)),
+            None => Ok(None),
+        }
+    }
+
+    fn plan_for(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Arc<ClassPlan>, EncodeFail> {
+        if let Some(plan) = plan_cache()
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&(ty as usize)).cloned())
+        {
+            return Ok(plan);
+        }
+        let py = self.py;
+        // SAFETY: ty is the live type of a live object.
+        let cls = unsafe { Bound::from_borrowed_ptr(py, ty.cast()) };
+        let answer = helpers::call(py, "encode_plan", (cls.clone(),)).map_err(|e| {
+            match e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) {
+                true => refused(e.value(py).to_string()),
+                false => EncodeFail::new(FailKind::Python(e)),
+            }
+        })?;
+        let plan =
+            parse_plan(py, &cls, &answer).map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        let plan = Arc::new(plan);
+        if let Ok(mut cache) = plan_cache().lock() {
+            cache.insert(ty as usize, plan.clone());
+        }
+        Ok(plan)
+    }
+
+    /// Writes the OBJECT tag and shape (defining it on first use) for `names`.
+    fn shape(
+        &mut self,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+        names: &[PyObj],
+    ) -> Result<(), EncodeFail> {
+        let key = ty as usize;
+        if let Some((pointers, number)) = self.shapes.last.get(&key) {
+            if pointers.len() == names.len()
+                && pointers
+                    .iter()
+                    .zip(names)
+                    .all(|(p, n)| *p == n.as_ptr() as usize)
+            {
+                self.writer.object_of_shape(*number);
+                return Ok(());
+            }
+        }
+        let mut texts = Vec::with_capacity(names.len());
+        for name in names {
+            texts.push(name_text(self.py, name)?);
+        }
+        let number = self.shape_by_text(key, &plan.module, &plan.qualname, plan.kind, texts)?;
+        self.shapes.names_alive.extend(names.iter().cloned());
+        self.shapes.last.insert(
+            key,
+            (names.iter().map(|n| n.as_ptr() as usize).collect(), number),
+        );
+        Ok(())
+    }
+
+    /// Writes the OBJECT tag and a shape found by its text (`key` tells classes apart),
+    /// defining the shape on first use; returns its number.
+    fn shape_by_text(
+        &mut self,
+        key: usize,
+        module: &str,
+        qualname: &str,
+        kind: ObjectKind,
+        mut texts: Vec<String>,
+    ) -> Result<usize, EncodeFail> {
+        // The key's text part also names the class, for placeholders (one type, many names).
+        texts.push(format!("{module}:{qualname}:{}", kind.spec_name()));
+        if let Some(&number) = self.shapes.numbers.get(&(key, texts.clone())) {
+            self.writer.object_of_shape(number);
+            return Ok(number);
+        }
+        let label = texts.pop().unwrap_or_default();
+        for text in &texts {
+            field_name(text.as_bytes()).map_err(|p| {
+                refused(format!(
+                    "field name {text:?} of {module}.{qualname} {}",
+                    p.describe()
+                ))
+            })?;
+        }
+        let number = self.shapes.count;
+        self.shapes.count += 1;
+        self.writer.object_defining_names(
+            module.as_bytes(),
+            qualname.as_bytes(),
+            kind as u8,
+            texts.iter().map(|t| t.as_bytes()),
+            texts.len(),
+        );
+        texts.push(label);
+        self.shapes.numbers.insert((key, texts), number);
+        Ok(number)
+    }
+
+    /// A shape without field names (STATE, ENUM, CUSTOM).
+    fn bare_shape(
+        &mut self,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+    ) -> Result<(), EncodeFail> {
+        self.shape(ty, plan, &[])
+    }
+
+    fn attrs_instance(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+    ) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        let _held = hold(obj);
+        let mut names: Vec<PyObj> = Vec::new();
+        let mut values: Vec<PyObj> = Vec::new();
+        if plan.has_dict {
+            // SAFETY: obj is a live instance of a class whose instances have a __dict__;
+            // GenericGetDict returns a new reference (or NULL with an exception).
+            let dict = PyObj::from_owned(unsafe {
+                ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut())
+            })
+            .ok_or_else(|| EncodeFail::python(self.py))?;
+            // SAFETY: dict is a live dict owned by us for the loop.
+            let n = unsafe { ffi::PyDict_Size(dict.as_ptr()) }.max(0) as usize;
+            names.reserve(n);
+            values.reserve(n);
+            let mut pos: ffi::Py_ssize_t = 0;
+            let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+            // SAFETY: iterating a dict we hold; no Python code runs inside the loop; key
+            // and value are borrowed and immediately turned into strong references.
+            while unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
+                // SAFETY: PyDict_Next yields non-NULL live borrowed pointers.
+                unsafe {
+                    if ffi::PyUnicode_CheckExact(key) == 0 {
+                        return Err(refused(format!(
+                            "{}.{} instance has a non-str attribute name in its __dict__",
+                            plan.module, plan.qualname
+                        )));
+                    }
+                    names.push(PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(key)));
+                    values.push(PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(
+                        value,
+                    )));
+                }
+            }
+        }
+        for slot in &plan.names {
+            // SAFETY: obj and the slot name are live; GetAttr returns a new reference or NULL.
+            let got = unsafe { ffi::PyObject_GetAttr(obj, slot.as_ptr()) };
+            match PyObj::from_owned(got) {
+                Some(value) => {
+                    // SAFETY: slot is a live str.
+                    names.push(unsafe {
+                        PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(slot.as_ptr()))
+                    });
+                    values.push(value);
+                }
+                None => {
+                    let err = PyErr::fetch(self.py);
+                    if !err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) {
+                        return Err(EncodeFail::new(FailKind::Python(err)));
+                    }
+                }
+            }
+        }
+        self.enter()?;
+        self.shape(ty, plan, &names)?;
+        for (name, value) in names.iter().zip(&values) {
+            self.nested_value(value.as_ptr()).map_err(|e| {
+                e.at(
+                    Segment::Attr(name_text(self.py, name).unwrap_or_default()),
+                    obj,
+                )
+            })?;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    fn state_instance(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+    ) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        // SAFETY: obj is live.
+        let bound = unsafe { Bound::from_borrowed_ptr(self.py, obj) };
+        let state = helpers::call(self.py, "default_state", (bound,))
+            .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        let state = self.keep_alive(state);
+        self.enter()?;
+        self.bare_shape(ty, plan)?;
+        self.nested_value(state)
+            .map_err(|e| e.at(Segment::Attr(String::from("__getstate__()")), obj))?;
+        self.leave();
+        Ok(())
+    }
+
+    fn tuple_fields_instance(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+    ) -> Result<(), EncodeFail> {
+        // SAFETY: obj is a tuple subclass instance.
+        let n = unsafe { ffi::PyTuple_GET_SIZE(obj) }.max(0) as usize;
+        if n != plan.names.len() {
+            return Err(refused(format!(
+                "{}.{} instance has {n} items but {} fields",
+                plan.module,
+                plan.qualname,
+                plan.names.len()
+            )));
+        }
+        let Some(token) = self.begin_immutable(obj, true)? else {
+            return Ok(());
+        };
+        let _held = hold(obj);
+        let names: Vec<PyObj> = plan
+            .names
+            .iter()
+            // SAFETY: the names are live strs held by the plan.
+            .map(|s| unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(s.as_ptr())) })
+            .collect();
+        self.shape(ty, plan, &names)?;
+        for (i, name) in names.iter().enumerate() {
+            // SAFETY: 0 <= i < n = len(tuple) (checked above); tuples are immutable and obj
+            // is kept alive by its holder.
+            let item = unsafe { ffi::PyTuple_GET_ITEM(obj, i as ffi::Py_ssize_t) };
+            self.nested_value(item).map_err(|e| {
+                e.at(
+                    Segment::Attr(name_text(self.py, name).unwrap_or_default()),
+                    obj,
+                )
+            })?;
+        }
+        self.end_immutable(obj, token);
+        Ok(())
+    }
+
+    fn enum_instance(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+    ) -> Result<(), EncodeFail> {
+        let Some(token) = self.begin_immutable(obj, true)? else {
+            return Ok(());
+        };
+        // SAFETY: obj is live; GetAttr returns a new reference or NULL.
+        let value =
+            PyObj::from_owned(unsafe { ffi::PyObject_GetAttrString(obj, c"_value_".as_ptr()) })
+                .ok_or_else(|| EncodeFail::python(self.py))?;
+        let value = self.keep_alive_obj(value);
+        self.bare_shape(ty, plan)?;
+        self.nested_value(value)
+            .map_err(|e| e.at(Segment::Attr(String::from("value")), obj))?;
+        self.end_immutable(obj, token);
+        Ok(())
+    }
+
+    fn custom_instance(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+        encode: PyObj,
+    ) -> Result<(), EncodeFail> {
+        let Some(token) = self.begin_immutable(obj, true)? else {
+            return Ok(());
+        };
+        let _held = hold(obj);
+        let py = self.py;
+        // SAFETY: ty is the live type of obj.
+        let cls = unsafe { Bound::from_borrowed_ptr(py, ty.cast()) };
+        let plan = custom_plan(py, &cls)?;
+        // SAFETY: encode is a live callable and obj a live object; new reference or NULL.
+        let state = PyObj::from_owned(unsafe { ffi::PyObject_CallOneArg(encode.as_ptr(), obj) })
+            .ok_or_else(|| EncodeFail::python(py))?;
+        let state = self.keep_alive_obj(state);
+        self.bare_shape(ty, &plan)?;
+        self.nested_value(state)
+            .map_err(|e| e.at(Segment::Attr(String::from("<custom state>")), obj))?;
+        self.end_immutable(obj, token);
+        Ok(())
+    }
+
+    /// Writes an `amber.Placeholder` as the instance it stands for, so that a payload read
+    /// with `placeholders=True` is written back unchanged.
+    fn placeholder_instance(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let py = self.py;
+        // SAFETY: obj is a live Placeholder.
+        let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
+        let python = |e: PyErr| EncodeFail::new(FailKind::Python(e));
+        let module: String = bound
+            .getattr("module")
+            .and_then(|v| v.extract())
+            .map_err(python)?;
+        let qualname: String = bound
+            .getattr("qualname")
+            .and_then(|v| v.extract())
+            .map_err(python)?;
+        let kind_name: String = bound
+            .getattr("kind")
+            .and_then(|v| v.extract())
+            .map_err(python)?;
+        let state = bound.getattr("state").map_err(python)?;
+        let (module, qualname) = checked_names(module, qualname)?;
+        let kind = ObjectKind::from_spec_name(&kind_name).ok_or_else(|| {
+            refused(format!(
+                "placeholder kind {kind_name:?} is not an object kind"
+            ))
+        })?;
+        let mut texts = Vec::new();
+        let mut values: Vec<PyObj> = Vec::new();
+        if kind.has_fields() {
+            let dict = state.cast::<pyo3::types::PyDict>().map_err(|_| {
+                refused(format!(
+                    "placeholder state of {module}.{qualname} must be a dict"
+                ))
+            })?;
+            for (name, value) in dict.iter() {
+                texts.push(name.extract::<String>().map_err(|_| {
+                    refused(format!(
+                        "placeholder of {module}.{qualname} has a non-str field name"
+                    ))
+                })?);
+                values.push(owned(&value));
+            }
+        } else {
+            values.push(owned(&state));
+        }
+        let token = if kind.creates_first() {
+            if self.write_ref_if_seen(obj) {
+                return Ok(());
+            }
+            self.enter()?;
+            None
+        } else {
+            match self.begin_immutable(obj, true)? {
+                None => return Ok(()),
+                Some(token) => Some(token),
+            }
+        };
+        let kept: Vec<*mut ffi::PyObject> =
+            values.into_iter().map(|v| self.keep_alive_obj(v)).collect();
+        self.shape_by_text(0, &module, &qualname, kind, texts.clone())?;
+        for (i, value) in kept.into_iter().enumerate() {
+            let label = texts
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| String::from("state"));
+            self.nested_value(value)
+                .map_err(|e| e.at(Segment::Attr(label), obj))?;
+        }
+        match token {
+            Some(token) => self.end_immutable(obj, token),
+            None => self.leave(),
+        }
+        Ok(())
+    }
+
+    /// Keeps a temporary alive until the encode ends, so its address is never reused by
+    /// another object while the identity memo may hold it.
+    pub(crate) fn keep_alive(&mut self, obj: Bound<'_, PyAny>) -> *mut ffi::PyObject {
+        let ptr = obj.as_ptr();
+        // SAFETY: into_ptr hands over a strong reference, which PyObj then owns.
+        self.temporaries
+            .push(unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ptr)) });
+        ptr
+    }
+
+    /// [`PyEncoder::keep_alive`] for an owned reference.
+    pub(crate) fn keep_alive_obj(&mut self, obj: PyObj) -> *mut ffi::PyObject {
+        let ptr = obj.as_ptr();
+        self.temporaries.push(obj);
+        ptr
+    }
+}
+
+fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
+    // SAFETY: obj is live; we take a new strong reference.
+    unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj.as_ptr())) }
+}
+
+fn name_text(py: Python<'_>, name: &PyObj) -> Result<String, EncodeFail> {
+    // SAFETY: name is a live object.
+    let bound = unsafe { Bound::from_borrowed_ptr(py, name.as_ptr()) };
+    bound
+        .extract::<String>()
+        .map_err(|_| refused(String::from("an attribute name is not encodable as UTF-8")))
+}
+
+fn checked_names(module: String, qualname: String) -> Result<(String, String), EncodeFail> {
+    for (what, name) in [("module", &module), ("qualname", &qualname)] {
+        dotted_name(name.as_bytes()).map_err(|p| {
+            refused(format!(
+                "class {module}.{qualname}: its {what} {name:?} {}",
+                p.describe()
+            ))
+        })?;
+    }
+    Ok((module, qualname))
+}
+
+fn parse_plan(
+    py: Python<'_>,
+    cls: &Bound<'_, PyAny>,
+    answer: &Bound<'_, PyAny>,
+) -> PyResult<ClassPlan> {
+    let tuple = answer.cast::<PyTuple>()?;
+    let kind_code: u8 = tuple.get_item(0)?.extract()?;
+    let placeholder = kind_code == PLACEHOLDER;
+    let kind = match placeholder {
+        true => ObjectKind::Custom,
+        false => ObjectKind::from_code(kind_code)
+            .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("bad plan kind"))?,
+    };
+    let module: String = tuple.get_item(1)?.extract()?;
+    let qualname: String = tuple.get_item(2)?.extract()?;
+    let (module, qualname) = checked_names(module, qualname).map_err(|f| match f.kind {
+        FailKind::Refused(m) => pyo3::exceptions::PyTypeError::new_err(m),
+        _ => pyo3::exceptions::PyTypeError::new_err("bad class name"),
+    })?;
+    let (has_dict, names) = match kind {
+        ObjectKind::Attrs => (
+            tuple.get_item(3)?.extract::<bool>()?,
+            tuple.get_item(4)?.extract::<Vec<Bound<'_, PyString>>>()?,
+        ),
+        ObjectKind::TupleFields => (
+            false,
+            tuple.get_item(3)?.extract::<Vec<Bound<'_, PyString>>>()?,
+        ),
+        _ => (false, Vec::new()),
+    };
+    let _ = py;
+    Ok(ClassPlan {
+        _ty: cls.clone().unbind(),
+        placeholder,
+        kind,
+        module,
+        qualname,
+        has_dict,
+        names: names.into_iter().map(Bound::unbind).collect(),
+    })
+}
+
+fn custom_plan(py: Python<'_>, cls: &Bound<'_, PyAny>) -> Result<ClassPlan, EncodeFail> {
+    let module: String = cls
+        .getattr("__module__")
+        .and_then(|m| m.extract())
+        .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+    let qualname: String = cls
+        .getattr("__qualname__")
+        .and_then(|m| m.extract())
+        .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+    let (module, qualname) = checked_names(module, qualname)?;
+    let _ = py;
+    Ok(ClassPlan {
+        _ty: cls.clone().unbind(),
+        placeholder: false,
+        kind: ObjectKind::Custom,
+        module,
+        qualname,
+        has_dict: false,
+        names: Vec::new(),
+    })
+}

@@ -1,0 +1,1101 @@
+//! Library types written as EXT values: the datetime family, Decimal, UUID, Fraction, the
+//! collections types, range, slice, array.array, pathlib paths and ipaddress objects.
+//!
+//! Only exact types are ours (a subclass falls through to class handling). Nothing is
+//! imported here: a type can only be `decimal.Decimal` if `decimal` is already loaded, so
+//! each type is looked up in its module's namespace once the module is in `sys.modules`,
+//! and kept. An unrelated type is turned away by its `tp_name` before any lookup.
+
+use std::ffi::CStr;
+
+use amber_format::ext::{array_wire_size, valid_zone_key};
+use amber_format::varint::zigzag;
+use amber_format::ExtCode;
+use pyo3::prelude::*;
+use pyo3_ffi as ffi;
+
+use super::{EncodeFail, FailKind, PyEncoder, Segment};
+use crate::object::{Cached, PyObj};
+
+/// An interned str for an attribute name, made on first use and kept (NULL, with an
+/// exception set, only if that fails).
+macro_rules! interned {
+    ($name:literal) => {{
+        static NAME: Cached = Cached::new();
+        // SAFETY: interning a NUL-terminated ASCII literal with the GIL held.
+        NAME.get_or_init(|| unsafe { ffi::PyUnicode_InternFromString($name.as_ptr()) })
+    }};
+}
+
+/// What an exact type is, for the types handled here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    Date,
+    Time,
+    DateTime,
+    TimeDelta,
+    /// `datetime.timezone` or `zoneinfo.ZoneInfo` on its own.
+    TzInfo,
+    Decimal,
+    Uuid,
+    Fraction,
+    Deque,
+    OrderedDict,
+    Counter,
+    DefaultDict,
+    Range,
+    Slice,
+    Array,
+    /// The PATH flavour byte.
+    Path(u8),
+    /// IPv6 when true.
+    IpAddress(bool),
+    IpNetwork(bool),
+    IpInterface(bool),
+}
+
+static ZONEINFO: Cached = Cached::new();
+static DECIMAL: Cached = Cached::new();
+static UUID: Cached = Cached::new();
+static SAFE_UUID: Cached = Cached::new();
+static SAFE_UUID_SAFE: Cached = Cached::new();
+static SAFE_UUID_UNSAFE: Cached = Cached::new();
+static SAFE_UUID_UNKNOWN: Cached = Cached::new();
+static FRACTION: Cached = Cached::new();
+static DEQUE: Cached = Cached::new();
+static ORDERED_DICT: Cached = Cached::new();
+static COUNTER: Cached = Cached::new();
+static DEFAULTDICT: Cached = Cached::new();
+static ARRAY: Cached = Cached::new();
+static PURE_POSIX_PATH: Cached = Cached::new();
+static PURE_WINDOWS_PATH: Cached = Cached::new();
+static POSIX_PATH: Cached = Cached::new();
+static WINDOWS_PATH: Cached = Cached::new();
+static IPV4_ADDRESS: Cached = Cached::new();
+static IPV6_ADDRESS: Cached = Cached::new();
+static IPV4_NETWORK: Cached = Cached::new();
+static IPV6_NETWORK: Cached = Cached::new();
+static IPV4_INTERFACE: Cached = Cached::new();
+static IPV6_INTERFACE: Cached = Cached::new();
+
+/// The datetime C-API once `datetime` is loaded; never imports it.
+fn datetime_api(load: bool) -> Option<&'static ffi::PyDateTime_CAPI> {
+    // SAFETY: reading the atomic pointer pyo3-ffi keeps; NULL until PyDateTime_IMPORT.
+    let mut api = unsafe { ffi::PyDateTimeAPI() };
+    if api.is_null() && load {
+        // Import the capsule only if `datetime` is already in sys.modules, so that this
+        // is a lookup and never a real import.
+        static DATETIME_MODULE: Cached = Cached::new();
+        if !DATETIME_MODULE
+            .loaded_attr(c"datetime", c"datetime_CAPI")
+            .is_null()
+        {
+            // SAFETY: GIL held; the module is loaded, so this only fetches its capsule.
+            unsafe {
+                ffi::PyDateTime_IMPORT();
+                ffi::PyErr_Clear();
+                api = ffi::PyDateTimeAPI();
+            }
+        }
+    }
+    // SAFETY: a non-NULL API pointer refers to the capsule's static struct, which lives as
+    // long as the interpreter.
+    unsafe { api.as_ref() }
+}
+
+/// The `datetime` type `ty` is, if any.
+#[inline]
+fn datetime_kind(ty: *mut ffi::PyTypeObject, load: bool) -> Option<Known> {
+    let api = datetime_api(load)?;
+    if ty == api.DateTimeType {
+        Some(Known::DateTime)
+    } else if ty == api.DateType {
+        Some(Known::Date)
+    } else if ty == api.TimeType {
+        Some(Known::Time)
+    } else if ty == api.DeltaType {
+        Some(Known::TimeDelta)
+    } else if ty == timezone_type(api) {
+        Some(Known::TzInfo)
+    } else {
+        None
+    }
+}
+
+/// `datetime.timezone`, the type of `timezone.utc`.
+fn timezone_type(api: &ffi::PyDateTime_CAPI) -> *mut ffi::PyTypeObject {
+    // SAFETY: TimeZone_UTC is a live static object of the datetime module.
+    unsafe { ffi::Py_TYPE(api.TimeZone_UTC) }
+}
+
+/// Whether the loaded `module.attr` is `ty`.
+#[inline]
+fn is_loaded(slot: &Cached, module: &CStr, attr: &CStr, ty: *mut ffi::PyTypeObject) -> bool {
+    slot.loaded_attr(module, attr) == ty.cast()
+}
+
+/// Classifies an exact type; cheap for unrelated types (pointer compares and a match on
+/// the type's name).
+fn classify(ty: *mut ffi::PyTypeObject) -> Option<Known> {
+    if ty == &raw mut ffi::PyRange_Type {
+        return Some(Known::Range);
+    }
+    if ty == &raw mut ffi::PySlice_Type {
+        return Some(Known::Slice);
+    }
+    if let Some(kind) = datetime_kind(ty, false) {
+        return Some(kind);
+    }
+    // SAFETY: ty is a live type object; tp_name is a NUL-terminated string it owns.
+    let name = unsafe { CStr::from_ptr((*ty).tp_name) }.to_bytes();
+    let (slot, module, attr, kind): (&Cached, &CStr, &CStr, Known) = match name {
+        b"datetime.date"
+        | b"datetime.datetime"
+        | b"datetime.time"
+        | b"datetime.timedelta"
+        | b"datetime.timezone" => return datetime_kind(ty, true),
+        b"zoneinfo.ZoneInfo" => (&ZONEINFO, c"zoneinfo", c"ZoneInfo", Known::TzInfo),
+        b"decimal.Decimal" => (&DECIMAL, c"decimal", c"Decimal", Known::Decimal),
+        b"UUID" => (&UUID, c"uuid", c"UUID", Known::Uuid),
+        b"Fraction" => (&FRACTION, c"fractions", c"Fraction", Known::Fraction),
+        b"collections.deque" => (&DEQUE, c"collections", c"deque", Known::Deque),
+        b"collections.OrderedDict" => (
+            &ORDERED_DICT,
+            c"collections",
+            c"OrderedDict",
+            Known::OrderedDict,
+        ),
+        b"Counter" => (&COUNTER, c"collections", c"Counter", Known::Counter),
+        b"collections.defaultdict" => (
+            &DEFAULTDICT,
+            c"collections",
+            c"defaultdict",
+            Known::DefaultDict,
+        ),
+        b"array.array" => (&ARRAY, c"array", c"array", Known::Array),
+        b"PurePosixPath" => (
+            &PURE_POSIX_PATH,
+            c"pathlib",
+            c"PurePosixPath",
+            Known::Path(0),
+        ),
+        b"PureWindowsPath" => (
+            &PURE_WINDOWS_PATH,
+            c"pathlib",
+            c"PureWindowsPath",
+            Known::Path(1),
+        ),
+        b"PosixPath" => (&POSIX_PATH, c"pathlib", c"PosixPath", Known::Path(2)),
+        b"WindowsPath" => (&WINDOWS_PATH, c"pathlib", c"WindowsPath", Known::Path(3)),
+        b"IPv4Address" => (
+            &IPV4_ADDRESS,
+            c"ipaddress",
+            c"IPv4Address",
+            Known::IpAddress(false),
+        ),
+        b"IPv6Address" => (
+            &IPV6_ADDRESS,
+            c"ipaddress",
+            c"IPv6Address",
+            Known::IpAddress(true),
+        ),
+        b"IPv4Network" => (
+            &IPV4_NETWORK,
+            c"ipaddress",
+            c"IPv4Network",
+            Known::IpNetwork(false),
+        ),
+        b"IPv6Network" => (
+            &IPV6_NETWORK,
+            c"ipaddress",
+            c"IPv6Network",
+            Known::IpNetwork(true),
+        ),
+        b"IPv4Interface" => (
+            &IPV4_INTERFACE,
+            c"ipaddress",
+            c"IPv4Interface",
+            Known::IpInterface(false),
+        ),
+        b"IPv6Interface" => (
+            &IPV6_INTERFACE,
+            c"ipaddress",
+            c"IPv6Interface",
+            Known::IpInterface(true),
+        ),
+        _ => return None,
+    };
+    is_loaded(slot, module, attr, ty).then_some(kind)
+}
+
+/// A few bytes on the stack: the fixed-width part of a small blob.
+struct Small<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> Small<N> {
+    fn new() -> Self {
+        Small {
+            buf: [0; N],
+            len: 0,
+        }
+    }
+
+    /// Appends a byte; callers size `N` for the most they write.
+    #[inline]
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.buf.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.push(v as u8);
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// The `tz` field of a TIME, DATETIME or TZINFO blob.
+struct Tz {
+    head: Small<12>,
+    text: Vec<u8>,
+}
+
+/// The builtin types a defaultdict factory may be, by the name written for it.
+fn builtin_factories() -> [(&'static str, *mut ffi::PyTypeObject); 12] {
+    // Addresses of the interpreter's static type objects; nothing is read through them.
+    [
+        ("list", &raw mut ffi::PyList_Type),
+        ("dict", &raw mut ffi::PyDict_Type),
+        ("set", &raw mut ffi::PySet_Type),
+        ("int", &raw mut ffi::PyLong_Type),
+        ("float", &raw mut ffi::PyFloat_Type),
+        ("str", &raw mut ffi::PyUnicode_Type),
+        ("bytes", &raw mut ffi::PyBytes_Type),
+        ("tuple", &raw mut ffi::PyTuple_Type),
+        ("frozenset", &raw mut ffi::PyFrozenSet_Type),
+        ("bool", &raw mut ffi::PyBool_Type),
+        ("complex", &raw mut ffi::PyComplex_Type),
+        ("bytearray", &raw mut ffi::PyByteArray_Type),
+    ]
+}
+
+/// A refusal with a sentence for people.
+#[cold]
+fn refuse(reason: String) -> EncodeFail {
+    EncodeFail::new(FailKind::Refused(reason))
+}
+
+impl PyEncoder<'_> {
+    /// Writes `obj` if its exact type is one of the known library types; `None` otherwise.
+    pub(super) fn known_value(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+    ) -> Option<Result<(), EncodeFail>> {
+        let kind = classify(ty)?;
+        Some(self.known(obj, kind))
+    }
+
+    fn known(&mut self, obj: *mut ffi::PyObject, kind: Known) -> Result<(), EncodeFail> {
+        match kind {
+            Known::Fraction => return self.fraction(obj),
+            Known::Range | Known::Slice => {
+                let code = if kind == Known::Range {
+                    ExtCode::Range
+                } else {
+                    ExtCode::Slice
+                };
+                let names = [
+                    (interned!(c"start"), "start"),
+                    (interned!(c"stop"), "stop"),
+                    (interned!(c"step"), "step"),
+                ];
+                return self.build_after(obj, code, &names);
+            }
+            Known::Deque => return self.deque(obj),
+            Known::OrderedDict => return self.dict_like(obj, ExtCode::OrderedDict),
+            Known::Counter => return self.dict_like(obj, ExtCode::Counter),
+            Known::DefaultDict => return self.dict_like(obj, ExtCode::DefaultDict),
+            _ => {}
+        }
+        // Blobs are atoms: written once, then referred to.
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        match kind {
+            Known::Date => {
+                self.date(obj);
+                Ok(())
+            }
+            Known::Time => self.time(obj),
+            Known::DateTime => self.datetime(obj),
+            Known::TimeDelta => {
+                self.timedelta(obj);
+                Ok(())
+            }
+            Known::TzInfo => {
+                let tz = self.tz(obj)?;
+                self.blob(ExtCode::TzInfo, &[tz.head.as_slice(), &tz.text]);
+                Ok(())
+            }
+            Known::Decimal => self.decimal(obj),
+            Known::Uuid => self.uuid(obj),
+            Known::Array => self.array(obj),
+            Known::Path(flavour) => self.path(obj, flavour),
+            Known::IpAddress(v6) => self.ip(obj, v6, None),
+            Known::IpNetwork(v6) => self.ip(obj, v6, Some(false)),
+            Known::IpInterface(v6) => self.ip(obj, v6, Some(true)),
+            _ => Ok(()),
+        }
+    }
+
+    /// An EXT blob made of `parts`, written straight into the payload.
+    fn blob(&mut self, code: ExtCode, parts: &[&[u8]]) {
+        let n = parts.iter().map(|p| p.len()).sum();
+        self.writer.ext_header(code);
+        self.writer.blob_len(n);
+        for part in parts {
+            self.writer.raw(part);
+        }
+    }
+
+    /// `obj.name` for an interned name (see `interned!`), a new reference.
+    fn attr(&self, obj: *mut ffi::PyObject, name: *mut ffi::PyObject) -> Result<PyObj, EncodeFail> {
+        if name.is_null() {
+            return Err(EncodeFail::python(self.py));
+        }
+        // SAFETY: obj and name are live; NULL means an exception is set.
+        PyObj::from_owned(unsafe { ffi::PyObject_GetAttr(obj, name) })
+            .ok_or_else(|| EncodeFail::python(self.py))
+    }
+
+    /// `obj.name()` for an interned name, a new reference.
+    fn call_method0(
+        &self,
+        obj: *mut ffi::PyObject,
+        name: *mut ffi::PyObject,
+    ) -> Result<PyObj, EncodeFail> {
+        let method = self.attr(obj, name)?;
+        // SAFETY: method is a live callable we own; NULL means an exception is set.
+        PyObj::from_owned(unsafe { ffi::PyObject_CallNoArgs(method.as_ptr()) })
+            .ok_or_else(|| EncodeFail::python(self.py))
+    }
+
+    /// The strict UTF-8 of a str, copied; refuses a non-str or a str with surrogates.
+    fn utf8(&self, s: *mut ffi::PyObject, what: &str) -> Result<Vec<u8>, EncodeFail> {
+        // SAFETY: type check on a live object.
+        if unsafe { ffi::PyUnicode_Check(s) } == 0 {
+            return Err(refuse(format!("{what} is not a str")));
+        }
+        let mut size: ffi::Py_ssize_t = 0;
+        // SAFETY: s is a str; on success the bytes stay valid while s lives (we copy them
+        // before returning).
+        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(s, &mut size) };
+        if data.is_null() {
+            // SAFETY: discarding the UnicodeEncodeError just raised.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(refuse(format!(
+                "{what} holds lone surrogates, which cannot be written as UTF-8"
+            )));
+        }
+        // SAFETY: data points to size bytes owned by s.
+        Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) }.to_vec())
+    }
+
+    /// An int that must fit an i64 (exponents, offsets).
+    fn small_int(&self, v: *mut ffi::PyObject, what: &str) -> Result<i64, EncodeFail> {
+        // SAFETY: type check on a live object.
+        if unsafe { ffi::PyLong_Check(v) } == 0 {
+            return Err(refuse(format!("{what} is not an int")));
+        }
+        let mut overflow = 0;
+        // SAFETY: v is an int; overflow is reported, not raised.
+        let n = unsafe { ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow) };
+        if overflow != 0 {
+            return Err(refuse(format!("{what} does not fit in 64 bits")));
+        }
+        Ok(n)
+    }
+
+    fn date(&mut self, obj: *mut ffi::PyObject) {
+        let mut head = Small::<8>::new();
+        // SAFETY: obj is an exact datetime.date.
+        unsafe {
+            head.varint(ffi::PyDateTime_GET_YEAR(obj) as u64);
+            head.push(ffi::PyDateTime_GET_MONTH(obj) as u8);
+            head.push(ffi::PyDateTime_GET_DAY(obj) as u8);
+        }
+        self.blob(ExtCode::Date, &[head.as_slice()]);
+    }
+
+    fn time(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let mut head = Small::<12>::new();
+        // SAFETY: obj is an exact datetime.time; the tzinfo is borrowed from it (which is
+        // immutable and alive) and held as a new reference by `tz_of` if Python code runs.
+        let tzinfo = unsafe {
+            head.push(ffi::PyDateTime_TIME_GET_HOUR(obj) as u8);
+            head.push(ffi::PyDateTime_TIME_GET_MINUTE(obj) as u8);
+            head.push(ffi::PyDateTime_TIME_GET_SECOND(obj) as u8);
+            head.varint(ffi::PyDateTime_TIME_GET_MICROSECOND(obj) as u64);
+            head.push(ffi::PyDateTime_TIME_GET_FOLD(obj) as u8 & 1);
+            ffi::PyDateTime_TIME_GET_TZINFO(obj)
+        };
+        let tz = self.tz_of(tzinfo)?;
+        self.blob(
+            ExtCode::Time,
+            &[head.as_slice(), tz.head.as_slice(), &tz.text],
+        );
+        Ok(())
+    }
+
+    fn datetime(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let mut head = Small::<16>::new();
+        // SAFETY: obj is an exact datetime.datetime; the tzinfo is borrowed from it (which
+        // is immutable and alive) and held as a new reference by `tz_of` if Python code runs.
+        let tzinfo = unsafe {
+            head.varint(ffi::PyDateTime_GET_YEAR(obj) as u64);
+            head.push(ffi::PyDateTime_GET_MONTH(obj) as u8);
+            head.push(ffi::PyDateTime_GET_DAY(obj) as u8);
+            head.push(ffi::PyDateTime_DATE_GET_HOUR(obj) as u8);
+            head.push(ffi::PyDateTime_DATE_GET_MINUTE(obj) as u8);
+            head.push(ffi::PyDateTime_DATE_GET_SECOND(obj) as u8);
+            head.varint(ffi::PyDateTime_DATE_GET_MICROSECOND(obj) as u64);
+            head.push(ffi::PyDateTime_DATE_GET_FOLD(obj) as u8 & 1);
+            ffi::PyDateTime_DATE_GET_TZINFO(obj)
+        };
+        let tz = self.tz_of(tzinfo)?;
+        self.blob(
+            ExtCode::DateTime,
+            &[head.as_slice(), tz.head.as_slice(), &tz.text],
+        );
+        Ok(())
+    }
+
+    fn timedelta(&mut self, obj: *mut ffi::PyObject) {
+        let mut head = Small::<16>::new();
+        // SAFETY: obj is an exact datetime.timedelta.
+        unsafe {
+            head.varint(zigzag(i64::from(ffi::PyDateTime_DELTA_GET_DAYS(obj))));
+            head.varint(ffi::PyDateTime_DELTA_GET_SECONDS(obj) as u64);
+            head.varint(ffi::PyDateTime_DELTA_GET_MICROSECONDS(obj) as u64);
+        }
+        self.blob(ExtCode::TimeDelta, &[head.as_slice()]);
+    }
+
+    /// The `tz` field for the tzinfo borrowed from a time or datetime (None when naive):
+    /// naive and UTC values without a detour; others hold the tzinfo while Python runs.
+    #[inline]
+    fn tz_of(&self, tzinfo: *mut ffi::PyObject) -> Result<Tz, EncodeFail> {
+        let mut tz = Tz {
+            head: Small::new(),
+            text: Vec::new(),
+        };
+        // SAFETY: comparing with the None singleton.
+        if tzinfo.is_null() || tzinfo == unsafe { ffi::Py_None() } {
+            tz.head.push(0);
+            return Ok(tz);
+        }
+        if datetime_api(false).is_some_and(|api| tzinfo == api.TimeZone_UTC) {
+            tz.head.push(1);
+            return Ok(tz);
+        }
+        // SAFETY: tzinfo is a live object borrowed from the (live) time or datetime.
+        let held = unsafe { owned_borrow(tzinfo) };
+        self.tz(held.as_ptr())
+    }
+
+    /// The `tz` field for a tzinfo (None for naive values).
+    fn tz(&self, tzinfo: *mut ffi::PyObject) -> Result<Tz, EncodeFail> {
+        let mut tz = Tz {
+            head: Small::new(),
+            text: Vec::new(),
+        };
+        // SAFETY: comparing with the None singleton.
+        if tzinfo == unsafe { ffi::Py_None() } {
+            tz.head.push(0);
+            return Ok(tz);
+        }
+        let Some(api) = datetime_api(true) else {
+            return Err(refuse(String::from("datetime is not loaded")));
+        };
+        if tzinfo == api.TimeZone_UTC {
+            tz.head.push(1);
+            return Ok(tz);
+        }
+        // SAFETY: tzinfo is a live object.
+        let ty = unsafe { ffi::Py_TYPE(tzinfo) };
+        if ty == timezone_type(api) {
+            // (offset,) or (offset, name): tells an explicit name from the default one.
+            let args = self.call_method0(tzinfo, interned!(c"__getinitargs__"))?;
+            let args = args.as_ptr();
+            // SAFETY: type check on a live object.
+            let n = if unsafe { ffi::PyTuple_Check(args) } != 0 {
+                // SAFETY: args is a tuple.
+                unsafe { ffi::PyTuple_GET_SIZE(args) }
+            } else {
+                0
+            };
+            if !(1..=2).contains(&n) {
+                return Err(refuse(String::from(
+                    "timezone.__getinitargs__() did not return (offset[, name])",
+                )));
+            }
+            // SAFETY: 0 < n = len(args); items are borrowed from the tuple we hold.
+            let offset = unsafe { ffi::PyTuple_GET_ITEM(args, 0) };
+            // SAFETY: type check on a live object.
+            if unsafe { ffi::Py_TYPE(offset) } != api.DeltaType {
+                return Err(refuse(String::from("timezone offset is not a timedelta")));
+            }
+            // SAFETY: offset is an exact timedelta; the sum cannot overflow an i64 for the
+            // field ranges CPython enforces.
+            let micros = unsafe {
+                i64::from(ffi::PyDateTime_DELTA_GET_DAYS(offset)) * 86_400_000_000
+                    + i64::from(ffi::PyDateTime_DELTA_GET_SECONDS(offset)) * 1_000_000
+                    + i64::from(ffi::PyDateTime_DELTA_GET_MICROSECONDS(offset))
+            };
+            tz.head.push(2);
+            tz.head.varint(zigzag(micros));
+            if n == 2 {
+                // SAFETY: 1 < n = len(args).
+                let name = unsafe { ffi::PyTuple_GET_ITEM(args, 1) };
+                tz.text = self.utf8(name, "timezone name")?;
+            }
+            tz.head.varint(tz.text.len() as u64);
+            return Ok(tz);
+        }
+        if is_loaded(&ZONEINFO, c"zoneinfo", c"ZoneInfo", ty) {
+            let key = self.attr(tzinfo, interned!(c"key"))?;
+            // SAFETY: comparing with the None singleton.
+            if key.as_ptr() == unsafe { ffi::Py_None() } {
+                return Err(refuse(String::from(
+                    "a zoneinfo.ZoneInfo without a key (made by ZoneInfo.from_file) cannot be written",
+                )));
+            }
+            let key = self.utf8(key.as_ptr(), "ZoneInfo key")?;
+            if !valid_zone_key(&key) {
+                return Err(refuse(format!(
+                    "ZoneInfo key {:?} cannot be written: keys are 1..255 characters from A-Za-z0-9_+-/ with no empty segment",
+                    String::from_utf8_lossy(&key)
+                )));
+            }
+            tz.head.push(3);
+            tz.head.varint(key.len() as u64);
+            tz.text = key;
+            return Ok(tz);
+        }
+        Err(refuse(format!(
+            "tzinfo of type {} cannot be written; amber writes datetime.timezone and zoneinfo.ZoneInfo",
+            type_name(self.py, tzinfo)
+        )))
+    }
+
+    fn decimal(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // str(d) is exact and about six times faster than d.as_tuple(); anything it gives
+        // that the parser does not expect goes the as_tuple way.
+        // SAFETY: str() of a live Decimal; NULL means an exception is set.
+        let text = PyObj::from_owned(unsafe { ffi::PyObject_Str(obj) })
+            .ok_or_else(|| EncodeFail::python(self.py))?;
+        let mut size: ffi::Py_ssize_t = 0;
+        // SAFETY: text is a str we hold; its UTF-8 form stays valid while it lives.
+        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(text.as_ptr(), &mut size) };
+        if !data.is_null() {
+            // SAFETY: data points to size bytes owned by `text`.
+            let text = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+            if let Some(blob) = decimal_blob(text) {
+                self.blob(ExtCode::Decimal, &[&blob]);
+                return Ok(());
+            }
+        }
+        // SAFETY: clears a possible encoding error before the fallback.
+        unsafe { ffi::PyErr_Clear() };
+        self.decimal_from_tuple(obj)
+    }
+
+    fn decimal_from_tuple(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let parts = self.call_method0(obj, interned!(c"as_tuple"))?;
+        let item = |i| {
+            // SAFETY: parts is a live object we hold; GetItem checks the type and index and
+            // returns a borrowed item (or NULL with an exception).
+            let p = unsafe { ffi::PyTuple_GetItem(parts.as_ptr(), i) };
+            if p.is_null() {
+                Err(EncodeFail::python(self.py))
+            } else {
+                Ok(p)
+            }
+        };
+        let (sign, digits, exponent) = (item(0)?, item(1)?, item(2)?);
+        let mut form = match self.small_int(sign, "Decimal sign")? {
+            0 => 0u8,
+            1 => 1u8,
+            other => return Err(refuse(format!("Decimal sign {other} is not 0 or 1"))),
+        };
+        let mut blob = Vec::new();
+        // SAFETY: type check on a live object.
+        if unsafe { ffi::PyUnicode_Check(exponent) } != 0 {
+            let special = self.utf8(exponent, "Decimal exponent")?;
+            form |= match special.as_slice() {
+                b"F" => 1 << 1,
+                b"n" => 2 << 1,
+                b"N" => 3 << 1,
+                _ => {
+                    return Err(refuse(String::from(
+                        "Decimal exponent is not an int or F/n/N",
+                    )))
+                }
+            };
+            blob.push(form);
+            if form >> 1 == 1 {
+                self.blob(ExtCode::Decimal, &[&blob]);
+                return Ok(());
+            }
+        } else {
+            let exponent = self.small_int(exponent, "Decimal exponent")?;
+            blob.push(form);
+            amber_format::varint::write_varint(&mut blob, zigzag(exponent));
+        }
+        // SAFETY: type check on a live object (held by `parts`).
+        if unsafe { ffi::PyTuple_Check(digits) } == 0 {
+            return Err(refuse(String::from("Decimal digits are not a tuple")));
+        }
+        // SAFETY: digits is a tuple kept alive by `parts`.
+        let n = unsafe { ffi::PyTuple_GET_SIZE(digits) };
+        blob.reserve(n as usize);
+        for i in 0..n {
+            // SAFETY: 0 <= i < len(digits); borrowed from the tuple.
+            let d = unsafe { ffi::PyTuple_GET_ITEM(digits, i) };
+            match self.small_int(d, "Decimal digit")? {
+                d @ 0..=9 => blob.push(b'0' + d as u8),
+                other => return Err(refuse(format!("Decimal digit {other} is not 0..9"))),
+            }
+        }
+        self.blob(ExtCode::Decimal, &[&blob]);
+        Ok(())
+    }
+
+    fn uuid(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let py = self.py;
+        let int = self.attr(obj, interned!(c"int"))?;
+        // SAFETY: int is a live object we hold for the duration of this borrow.
+        let value: u128 = unsafe { Bound::from_borrowed_ptr(py, int.as_ptr()) }
+            .extract()
+            .map_err(|_| refuse(String::from("UUID.int is not an int in 0..2**128")))?;
+        let mut blob = [0u8; 17];
+        let (bytes, safe) = blob.split_at_mut(16);
+        bytes.copy_from_slice(&value.to_be_bytes());
+        let is_safe = self.attr(obj, interned!(c"is_safe"))?;
+        let member = |slot: &'static Cached, name: &'static CStr| {
+            slot.get_or_init(|| {
+                let enum_type = SAFE_UUID.loaded_attr(c"uuid", c"SafeUUID");
+                if enum_type.is_null() {
+                    return enum_type;
+                }
+                // SAFETY: enum_type is a live class; the name is NUL-terminated.
+                let m = unsafe { ffi::PyObject_GetAttrString(enum_type, name.as_ptr()) };
+                if m.is_null() {
+                    // SAFETY: the lookup failed; nothing to keep.
+                    unsafe { ffi::PyErr_Clear() };
+                }
+                m
+            })
+        };
+        let is_safe = is_safe.as_ptr();
+        let len = if is_safe == member(&SAFE_UUID_UNKNOWN, c"unknown") {
+            16
+        } else if is_safe == member(&SAFE_UUID_SAFE, c"safe") {
+            safe[0] = 0;
+            17
+        } else if is_safe == member(&SAFE_UUID_UNSAFE, c"unsafe") {
+            safe[0] = 1;
+            17
+        } else {
+            return Err(refuse(String::from(
+                "UUID.is_safe is not a uuid.SafeUUID member",
+            )));
+        };
+        self.blob(ExtCode::Uuid, &[blob.get(..len).unwrap_or(&blob)]);
+        Ok(())
+    }
+
+    /// A build-after value from attributes of `obj` (range, slice), written like a tuple.
+    fn build_after(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        code: ExtCode,
+        names: &[(*mut ffi::PyObject, &'static str)],
+    ) -> Result<(), EncodeFail> {
+        let Some(token) = self.begin_immutable(obj, true)? else {
+            return Ok(());
+        };
+        self.writer.ext_header(code);
+        for &(name, shown) in names {
+            let value = self.attr(obj, name)?;
+            self.nested_value(value.as_ptr())
+                .map_err(|e| e.at(Segment::Attr(String::from(shown)), obj))?;
+        }
+        self.end_immutable(obj, token);
+        Ok(())
+    }
+
+    fn fraction(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let names = [
+            (interned!(c"numerator"), "numerator"),
+            (interned!(c"denominator"), "denominator"),
+        ];
+        for (name, _) in names {
+            let v = self.attr(obj, name)?;
+            // SAFETY: type check on a live object.
+            if unsafe { ffi::PyLong_CheckExact(v.as_ptr()) } == 0 {
+                return Err(refuse(String::from(
+                    "Fraction numerator and denominator must be ints",
+                )));
+            }
+        }
+        self.build_after(obj, ExtCode::Fraction, &names)
+    }
+
+    fn deque(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        self.enter()?;
+        self.writer.ext_header(ExtCode::Deque);
+        let maxlen = self.attr(obj, interned!(c"maxlen"))?;
+        self.nested_value(maxlen.as_ptr())
+            .map_err(|e| e.at(Segment::Attr(String::from("maxlen")), obj))?;
+        // A private copy of the items: encoding them may run Python code that changes
+        // the deque.
+        // SAFETY: obj is a deque; NULL means an exception is set.
+        let items = PyObj::from_owned(unsafe { ffi::PySequence_List(obj) })
+            .ok_or_else(|| EncodeFail::python(self.py))?;
+        self.enter()?;
+        // SAFETY: items is a list only we hold, so nothing can change it.
+        let n = unsafe { ffi::PyList_GET_SIZE(items.as_ptr()) };
+        self.writer.list_header(n as usize);
+        for i in 0..n {
+            // SAFETY: 0 <= i < len(items); borrowed from the list we hold.
+            let item = unsafe { ffi::PyList_GET_ITEM(items.as_ptr(), i) };
+            self.nested_value(item)
+                .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
+        }
+        self.leave();
+        self.leave();
+        Ok(())
+    }
+
+    /// OrderedDict, Counter, defaultdict: (factory,) then a dict of the items in order.
+    fn dict_like(&mut self, obj: *mut ffi::PyObject, code: ExtCode) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        self.enter()?;
+        self.writer.ext_header(code);
+        if code == ExtCode::DefaultDict {
+            let factory = self.attr(obj, interned!(c"default_factory"))?;
+            self.factory(factory.as_ptr())?;
+        }
+        // A private exact dict of the items in iteration order (dict(obj)): encoding them
+        // may run Python code that changes the original.
+        // SAFETY: plain constructor, then a merge that iterates obj in its own order (an
+        // OrderedDict through its keys, other dicts directly).
+        let items = PyObj::from_owned(unsafe { ffi::PyDict_New() })
+            .ok_or_else(|| EncodeFail::python(self.py))?;
+        // SAFETY: items is a fresh dict; obj is a live mapping.
+        if unsafe { ffi::PyDict_Merge(items.as_ptr(), obj, 1) } < 0 {
+            return Err(EncodeFail::python(self.py));
+        }
+        self.enter()?;
+        // SAFETY: items is a dict only we hold.
+        let n = unsafe { ffi::PyDict_Size(items.as_ptr()) };
+        self.writer.dict_header(n as usize);
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut index = 0;
+        // SAFETY: iterating a dict nothing else can reach; key and value are borrowed
+        // from it.
+        while unsafe { ffi::PyDict_Next(items.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
+            self.nested_value(key)
+                .map_err(|e| e.at(Segment::KeyOf(index), obj))?;
+            self.nested_value(value)
+                .map_err(|e| e.at(Segment::Key(super::error::key_label(self.py, key)), obj))?;
+            index += 1;
+        }
+        self.leave();
+        self.leave();
+        Ok(())
+    }
+
+    /// A defaultdict's factory: None or the name of a builtin type.
+    fn factory(&mut self, factory: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // SAFETY: comparing with the None singleton.
+        if factory == unsafe { ffi::Py_None() } {
+            self.writer.none();
+            return Ok(());
+        }
+        let builtins = builtin_factories();
+        match builtins.iter().find(|(_, ty)| factory == ty.cast()) {
+            Some((name, _)) => {
+                self.writer.str(name.as_bytes());
+                Ok(())
+            }
+            None => {
+                let names: Vec<&str> = builtins.iter().map(|(name, _)| *name).collect();
+                Err(refuse(format!(
+                    "defaultdict factory {} is not a builtin type; amber can only write None, {}",
+                    callable_name(self.py, factory),
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+
+    fn array(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        let typecode = self.attr(obj, interned!(c"typecode"))?;
+        let typecode = self.utf8(typecode.as_ptr(), "array typecode")?;
+        let code = match typecode.as_slice() {
+            [c] if array_wire_size(*c).is_some() => *c,
+            _ => {
+                return Err(refuse(format!(
+                    "array typecode {:?} cannot be written",
+                    String::from_utf8_lossy(&typecode)
+                )))
+            }
+        };
+        let wire = array_wire_size(code).unwrap_or(1);
+        // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
+        let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+        // SAFETY: obj exports a contiguous buffer; NULL/-1 means an exception is set.
+        if unsafe { ffi::PyObject_GetBuffer(obj, &mut view.0, ffi::PyBUF_SIMPLE) } < 0 {
+            return Err(EncodeFail::python(self.py));
+        }
+        if view.0.itemsize != 0 && view.0.itemsize as usize != wire && view.0.len != 0 {
+            return Err(refuse(format!(
+                "array typecode '{}' has {}-byte items on this platform, but the format has {wire}-byte items",
+                code as char, view.0.itemsize
+            )));
+        }
+        let len = view.0.len.max(0) as usize;
+        let data: &[u8] = if len == 0 || view.0.buf.is_null() {
+            &[]
+        } else {
+            // SAFETY: the view exports len contiguous bytes and stays valid (the array
+            // cannot be resized while exported) until `view` drops; no Python code runs.
+            unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
+        };
+        if cfg!(target_endian = "big") && wire > 1 {
+            let mut swapped = data.to_vec();
+            for item in swapped.chunks_exact_mut(wire) {
+                item.reverse();
+            }
+            self.blob(ExtCode::Array, &[&[code], &swapped]);
+        } else {
+            self.blob(ExtCode::Array, &[&[code], data]);
+        }
+        drop(view);
+        Ok(())
+    }
+
+    fn path(&mut self, obj: *mut ffi::PyObject, flavour: u8) -> Result<(), EncodeFail> {
+        // SAFETY: str() of a live object; NULL means an exception is set.
+        let text = PyObj::from_owned(unsafe { ffi::PyObject_Str(obj) })
+            .ok_or_else(|| EncodeFail::python(self.py))?;
+        // SAFETY: text is a str (str() returns one); surrogatepass encodes any str.
+        let encoded = PyObj::from_owned(unsafe {
+            ffi::PyUnicode_AsEncodedString(
+                text.as_ptr(),
+                c"utf-8".as_ptr(),
+                c"surrogatepass".as_ptr(),
+            )
+        })
+        .ok_or_else(|| EncodeFail::python(self.py))?;
+        // SAFETY: encoded is a bytes object we hold until the end of this function.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                ffi::PyBytes_AS_STRING(encoded.as_ptr()).cast::<u8>(),
+                ffi::Py_SIZE(encoded.as_ptr()) as usize,
+            )
+        };
+        self.blob(ExtCode::Path, &[&[flavour], bytes]);
+        Ok(())
+    }
+
+    /// The packed address (and IPv6 scope) of an address object.
+    fn packed_address(&self, addr: *mut ffi::PyObject, v6: bool) -> Result<Vec<u8>, EncodeFail> {
+        let packed = self.attr(addr, interned!(c"packed"))?;
+        let p = packed.as_ptr();
+        // SAFETY: type check on a live object.
+        if unsafe { ffi::PyBytes_Check(p) } == 0 {
+            return Err(refuse(String::from("ip address .packed is not bytes")));
+        }
+        // SAFETY: p is a bytes object we hold while copying.
+        let mut out = unsafe {
+            std::slice::from_raw_parts(
+                ffi::PyBytes_AS_STRING(p).cast::<u8>(),
+                ffi::Py_SIZE(p) as usize,
+            )
+        }
+        .to_vec();
+        if out.len() != if v6 { 16 } else { 4 } {
+            return Err(refuse(String::from(
+                "ip address .packed has the wrong length",
+            )));
+        }
+        if v6 {
+            let scope = self.attr(addr, interned!(c"scope_id"))?;
+            // SAFETY: comparing with the None singleton.
+            if scope.as_ptr() != unsafe { ffi::Py_None() } {
+                let scope = self.utf8(scope.as_ptr(), "IPv6 scope id")?;
+                if scope.is_empty() || scope.iter().any(|&c| c == b'%' || c == b'/') {
+                    return Err(refuse(String::from(
+                        "IPv6 scope id is empty or holds '%' or '/'",
+                    )));
+                }
+                out.extend_from_slice(&scope);
+            }
+        }
+        Ok(out)
+    }
+
+    /// IP_ADDRESS (`prefixed` None), IP_NETWORK (Some(false)), IP_INTERFACE (Some(true)).
+    fn ip(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        v6: bool,
+        prefixed: Option<bool>,
+    ) -> Result<(), EncodeFail> {
+        let Some(interface) = prefixed else {
+            let addr = self.packed_address(obj, v6)?;
+            self.blob(ExtCode::IpAddress, &[&addr]);
+            return Ok(());
+        };
+        let (addr, network) = if interface {
+            (
+                self.packed_address(obj, v6)?,
+                self.attr(obj, interned!(c"network"))?,
+            )
+        } else {
+            let address = self.attr(obj, interned!(c"network_address"))?;
+            // SAFETY: obj is live; a new reference to it (a network is its own network).
+            let network = unsafe { owned_borrow(obj) };
+            (self.packed_address(address.as_ptr(), v6)?, network)
+        };
+        let prefix = self.attr(network.as_ptr(), interned!(c"prefixlen"))?;
+        let prefix = self.small_int(prefix.as_ptr(), "prefix length")?;
+        let max = if v6 { 128 } else { 32 };
+        if !(0..=max).contains(&prefix) {
+            return Err(refuse(format!(
+                "prefix length {prefix} is out of range 0..{max}"
+            )));
+        }
+        let code = if interface {
+            ExtCode::IpInterface
+        } else {
+            ExtCode::IpNetwork
+        };
+        self.blob(code, &[&[prefix as u8], &addr]);
+        Ok(())
+    }
+}
+
+/// The DECIMAL blob for the text `str(Decimal)` gives (`-1.250E+7`, `0.00`, `-Infinity`,
+/// `sNaN12`), or `None` for any text of another shape.
+fn decimal_blob(text: &[u8]) -> Option<Vec<u8>> {
+    let (negative, rest) = match text {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, text),
+    };
+    let sign = u8::from(negative);
+    let digits_only = |d: &[u8]| d.iter().all(u8::is_ascii_digit);
+    let special = |kind: u8, payload: &[u8]| {
+        let ok = digits_only(payload) && payload.first() != Some(&b'0');
+        ok.then(|| {
+            let mut blob = Vec::with_capacity(1 + payload.len());
+            blob.push(sign | kind << 1);
+            blob.extend_from_slice(payload);
+            blob
+        })
+    };
+    match rest {
+        b"Infinity" => return Some(vec![sign | 1 << 1]),
+        [b'N', b'a', b'N', payload @ ..] => return special(2, payload),
+        [b's', b'N', b'a', b'N', payload @ ..] => return special(3, payload),
+        _ => {}
+    }
+    let (mantissa, exponent) = match rest.iter().position(|&c| c == b'E' || c == b'e') {
+        Some(at) => {
+            let exp = std::str::from_utf8(rest.get(at + 1..)?).ok()?;
+            let exp = exp.strip_prefix('+').unwrap_or(exp);
+            (rest.get(..at)?, exp.parse::<i64>().ok()?)
+        }
+        None => (rest, 0),
+    };
+    let (int_part, frac_part) = match mantissa.iter().position(|&c| c == b'.') {
+        Some(at) => (mantissa.get(..at)?, mantissa.get(at + 1..)?),
+        None => (mantissa, &[][..]),
+    };
+    if int_part.is_empty() || !digits_only(int_part) || !digits_only(frac_part) {
+        return None;
+    }
+    let exponent = exponent.checked_sub(i64::try_from(frac_part.len()).ok()?)?;
+    let mut blob = Vec::with_capacity(12 + int_part.len() + frac_part.len());
+    blob.push(sign);
+    amber_format::varint::write_varint(&mut blob, zigzag(exponent));
+    let start = blob.len();
+    for &d in int_part.iter().chain(frac_part) {
+        // Leading zeros of the coefficient are not written ("0.05" is 5E-2).
+        if d != b'0' || blob.len() > start {
+            blob.push(d);
+        }
+    }
+    if blob.len() == start {
+        blob.push(b'0');
+    }
+    Some(blob)
+}
+
+/// A new reference to a borrowed, non-NULL object.
+///
+/// # Safety
+/// `ptr` must be a live object and the GIL held.
+unsafe fn owned_borrow(ptr: *mut ffi::PyObject) -> PyObj {
+    match std::ptr::NonNull::new(ptr) {
+        // SAFETY: per the function contract.
+        Some(p) => unsafe { PyObj::from_borrowed(p) },
+        // SAFETY: None is always live.
+        None => unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ffi::Py_None())) },
+    }
+}
+
+/// `module.qualname` of an object's type, for messages.
+fn type_name(py: Python<'_>, obj: *mut ffi::PyObject) -> String {
+    // SAFETY: obj is live; its type is a live object borrowed for this call.
+    let ty = unsafe { Bound::from_borrowed_ptr(py, ffi::Py_TYPE(obj).cast()) };
+    callable_name(py, ty.as_ptr())
+}
+
+/// `module.qualname` of a class or function, for messages; its repr otherwise.
+fn callable_name(py: Python<'_>, obj: *mut ffi::PyObject) -> String {
+    // SAFETY: obj is a live object borrowed for this call.
+    let obj = unsafe { Bound::from_borrowed_ptr(py, obj) };
+    let get = |name: &str| obj.getattr(name).and_then(|v| v.extract::<String>()).ok();
+    match (get("__module__"), get("__qualname__")) {
+        (Some(module), Some(name)) if module != "builtins" => format!("{module}.{name}"),
+        (_, Some(name)) => name,
+        _ => obj
+            .repr()
+            .map(|r| r.to_string())
+            .unwrap_or_else(|_| String::from("?")),
+    }
+}

@@ -1,0 +1,296 @@
+//! numpy arrays and scalars as EXT blobs (raw data, dtype and shape). numpy is never
+//! imported here: an object can only be a numpy array if numpy is already loaded.
+//!
+//! An array's data goes from its buffer straight into the payload: one copy, at memory
+//! speed. Arrays that are not C-contiguous (Fortran order, strided views) are first copied
+//! to C order by numpy.
+
+use std::ffi::CStr;
+use std::sync::Mutex;
+
+use amber_format::varint::write_varint;
+use amber_format::ExtCode;
+use pyo3_ffi as ffi;
+
+use super::{EncodeFail, FailKind, PyEncoder};
+use crate::object::{Cached, PyObj};
+
+/// An interned str for an attribute name, made on first use and kept (NULL, with an
+/// exception set, only if that fails).
+macro_rules! interned {
+    ($name:literal) => {{
+        static NAME: Cached = Cached::new();
+        // SAFETY: interning a NUL-terminated ASCII literal with the GIL held.
+        NAME.get_or_init(|| unsafe { ffi::PyUnicode_InternFromString($name.as_ptr()) })
+    }};
+}
+
+/// dtypes already checked, by address (a strong reference, never released, keeps each
+/// address theirs): the length-prefixed `dtype.str` and the item size. Bounded.
+static DTYPE_CACHE: Mutex<Vec<(usize, Vec<u8>, usize)>> = Mutex::new(Vec::new());
+const DTYPE_CACHE_MAX: usize = 64;
+
+static NDARRAY: Cached = Cached::new();
+static GENERIC: Cached = Cached::new();
+
+/// dtype kinds whose items are plain bytes: bool, ints, floats, complex, timedelta64,
+/// datetime64, bytes, str, unstructured void.
+const PLAIN_KINDS: &[u8] = b"biufcmMSUV";
+/// Most dimensions an NDARRAY may have.
+const MAX_NDIM: usize = 64;
+/// Longest dtype string.
+const MAX_DTYPE_LEN: usize = 64;
+
+#[cold]
+fn refuse(reason: String) -> EncodeFail {
+    EncodeFail::new(FailKind::Refused(reason))
+}
+
+impl PyEncoder<'_> {
+    /// Writes `obj` if it is an exact `numpy.ndarray` or a numpy scalar; `None` otherwise.
+    pub(super) fn numpy_value(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+    ) -> Option<Result<(), EncodeFail>> {
+        // SAFETY: ty is a live type object; tp_name is a NUL-terminated string it owns.
+        let name = unsafe { CStr::from_ptr((*ty).tp_name) }.to_bytes();
+        if !name.starts_with(b"numpy.") {
+            return None;
+        }
+        let ndarray = NDARRAY.loaded_attr(c"numpy", c"ndarray");
+        if ndarray.is_null() {
+            return None;
+        }
+        if ty == ndarray.cast() {
+            return Some(self.ndarray(obj));
+        }
+        let generic = GENERIC.loaded_attr(c"numpy", c"generic");
+        if generic.is_null() {
+            return None;
+        }
+        // numpy's own scalar types are static C types; a subclass made in Python is a heap
+        // type and not ours.
+        // SAFETY: ty and generic are live type objects.
+        let scalar = unsafe {
+            ffi::PyType_GetFlags(ty) & ffi::Py_TPFLAGS_HEAPTYPE == 0
+                && ffi::PyType_IsSubtype(ty, generic.cast()) != 0
+        };
+        scalar.then(|| self.numpy_scalar(obj))
+    }
+
+    /// `obj.name` for an interned name, a new reference.
+    fn np_attr(
+        &self,
+        obj: *mut ffi::PyObject,
+        name: *mut ffi::PyObject,
+    ) -> Result<PyObj, EncodeFail> {
+        if name.is_null() {
+            return Err(EncodeFail::python(self.py));
+        }
+        // SAFETY: obj and name are live; NULL means an exception is set.
+        PyObj::from_owned(unsafe { ffi::PyObject_GetAttr(obj, name) })
+            .ok_or_else(|| EncodeFail::python(self.py))
+    }
+
+    fn np_size(&self, v: &PyObj, what: &str) -> Result<usize, EncodeFail> {
+        // SAFETY: v is live; -1 with an exception when it is not an int or overflows.
+        let n = unsafe { ffi::PyLong_AsSsize_t(v.as_ptr()) };
+        if n < 0 {
+            // SAFETY: clears a possible TypeError/OverflowError.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(refuse(format!("numpy {what} is not a size")));
+        }
+        Ok(n as usize)
+    }
+
+    /// Checks a dtype and writes its `dtype.str` (length-prefixed) to `out`; returns the
+    /// item size.
+    fn np_dtype(&self, dtype: &PyObj, out: &mut Vec<u8>) -> Result<usize, EncodeFail> {
+        let dt = dtype.as_ptr();
+        if let Ok(cache) = DTYPE_CACHE.lock() {
+            if let Some((_, head, itemsize)) = cache.iter().find(|(p, _, _)| *p == dt as usize) {
+                out.extend_from_slice(head);
+                return Ok(*itemsize);
+            }
+        }
+        let start = out.len();
+        let itemsize = self.np_dtype_checked(dt, out)?;
+        if let Ok(mut cache) = DTYPE_CACHE.lock() {
+            if cache.len() < DTYPE_CACHE_MAX {
+                let head = out.get(start..).unwrap_or_default().to_vec();
+                // The cache keeps a reference for good, so the address stays this dtype's.
+                // SAFETY: dt is a live object; the GIL is held.
+                unsafe { ffi::Py_INCREF(dt) };
+                cache.push((dt as usize, head, itemsize));
+            }
+        }
+        Ok(itemsize)
+    }
+
+    fn np_dtype_checked(
+        &self,
+        dt: *mut ffi::PyObject,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, EncodeFail> {
+        let kind = self.np_attr(dt, interned!(c"kind"))?;
+        let kind = crate::object::str_utf8(&kind).unwrap_or_default();
+        let plain = matches!(kind.as_slice(), [k] if PLAIN_KINDS.contains(k));
+        let structured = plain && kind == b"V" && {
+            let fields = self.np_attr(dt, interned!(c"fields"))?;
+            let subdtype = self.np_attr(dt, interned!(c"subdtype"))?;
+            // SAFETY: comparing with the None singleton.
+            let none = unsafe { ffi::Py_None() };
+            fields.as_ptr() != none || subdtype.as_ptr() != none
+        };
+        let text = self.np_attr(dt, interned!(c"str"))?;
+        let text = crate::object::str_utf8(&text).unwrap_or_default();
+        if !plain || structured {
+            let shown = String::from_utf8_lossy(&text);
+            let why = if kind == b"O" {
+                "object arrays hold Python objects, not data"
+            } else if structured {
+                "structured dtypes are not supported"
+            } else {
+                "its items are not plain data"
+            };
+            return Err(refuse(format!(
+                "numpy dtype {shown:?} cannot be written: {why}"
+            )));
+        }
+        if text.is_empty() || text.len() > MAX_DTYPE_LEN || !text.is_ascii() {
+            return Err(refuse(format!(
+                "numpy dtype string {:?} is not 1..64 ASCII characters",
+                String::from_utf8_lossy(&text)
+            )));
+        }
+        let itemsize = self.np_attr(dt, interned!(c"itemsize"))?;
+        let itemsize = self.np_size(&itemsize, "itemsize")?;
+        write_varint(out, text.len() as u64);
+        out.extend_from_slice(&text);
+        Ok(itemsize)
+    }
+
+    fn ndarray(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        let mut head = Vec::with_capacity(32);
+        let shape = self.np_attr(obj, interned!(c"shape"))?;
+        let shape_ptr = shape.as_ptr();
+        // SAFETY: type check on a live object.
+        if unsafe { ffi::PyTuple_Check(shape_ptr) } == 0 {
+            return Err(refuse(String::from("numpy array shape is not a tuple")));
+        }
+        // SAFETY: shape is a tuple we hold.
+        let ndim = unsafe { ffi::PyTuple_GET_SIZE(shape_ptr) } as usize;
+        if ndim > MAX_NDIM {
+            return Err(refuse(format!(
+                "numpy array has {ndim} dimensions; at most {MAX_NDIM} can be written"
+            )));
+        }
+        write_varint(&mut head, ndim as u64);
+        let mut count: usize = 1;
+        for i in 0..ndim {
+            // SAFETY: 0 <= i < len(shape); a new reference to the borrowed item.
+            let dim = unsafe {
+                PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ffi::PyTuple_GET_ITEM(
+                    shape_ptr,
+                    i as ffi::Py_ssize_t,
+                )))
+            };
+            let dim = self.np_size(&dim, "dimension")?;
+            count = count.saturating_mul(dim);
+            write_varint(&mut head, dim as u64);
+        }
+        let dtype = self.np_attr(obj, interned!(c"dtype"))?;
+        let itemsize = self.np_dtype(&dtype, &mut head)?;
+        let expected = count.saturating_mul(itemsize);
+
+        // The data, C-contiguous: the array's own buffer, or a C-order copy of it.
+        // SAFETY: obj is live; a new reference to it.
+        let mut source = unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) };
+        // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
+        let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+        // SAFETY: asks for a C-contiguous read-only view without a format (numpy exports
+        // every plain dtype that way); -1 means an exception is set.
+        if unsafe { ffi::PyObject_GetBuffer(source.as_ptr(), &mut view.0, ffi::PyBUF_C_CONTIGUOUS) }
+            < 0
+        {
+            // Not C-contiguous: let numpy make a C-order copy.
+            // SAFETY: clears the ValueError; the copy is a new array (NULL with an error).
+            unsafe { ffi::PyErr_Clear() };
+            let copy = self.np_attr(obj, interned!(c"copy"))?;
+            // SAFETY: copy is a bound method; calling it with no args makes a C-order copy.
+            source = PyObj::from_owned(unsafe { ffi::PyObject_CallNoArgs(copy.as_ptr()) })
+                .ok_or_else(|| EncodeFail::python(self.py))?;
+            // SAFETY: as above, on the fresh C-order copy.
+            if unsafe {
+                ffi::PyObject_GetBuffer(source.as_ptr(), &mut view.0, ffi::PyBUF_C_CONTIGUOUS)
+            } < 0
+            {
+                // A failed GetBuffer leaves view.obj NULL, so dropping `view` is a no-op.
+                return Err(EncodeFail::python(self.py));
+            }
+        }
+        let len = view.0.len.max(0) as usize;
+        if len != expected {
+            return Err(refuse(format!(
+                "numpy array buffer has {len} bytes, expected {expected}"
+            )));
+        }
+        let data: &[u8] = if len == 0 || view.0.buf.is_null() {
+            &[]
+        } else {
+            // SAFETY: the view exports len contiguous bytes, valid until `view` drops (the
+            // array cannot be resized while exported); no Python code runs meanwhile.
+            unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
+        };
+        self.writer.ext_header(ExtCode::NdArray);
+        self.writer.blob_len(head.len() + data.len());
+        self.writer.reserve(head.len() + data.len());
+        self.writer.raw(&head);
+        self.writer.raw(data);
+        drop(view);
+        drop(source);
+        Ok(())
+    }
+
+    fn numpy_scalar(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        let mut head = Vec::with_capacity(16);
+        let dtype = self.np_attr(obj, interned!(c"dtype"))?;
+        let itemsize = self.np_dtype(&dtype, &mut head)?;
+        let tobytes = self.np_attr(obj, interned!(c"tobytes"))?;
+        // SAFETY: tobytes is a bound method; NULL means an exception is set.
+        let raw = PyObj::from_owned(unsafe { ffi::PyObject_CallNoArgs(tobytes.as_ptr()) })
+            .ok_or_else(|| EncodeFail::python(self.py))?;
+        // SAFETY: type check on a live object.
+        if unsafe { ffi::PyBytes_Check(raw.as_ptr()) } == 0 {
+            return Err(refuse(String::from("numpy scalar tobytes() is not bytes")));
+        }
+        // SAFETY: raw is a bytes object we hold until the end of this function.
+        let data = unsafe {
+            std::slice::from_raw_parts(
+                ffi::PyBytes_AS_STRING(raw.as_ptr()).cast::<u8>(),
+                ffi::Py_SIZE(raw.as_ptr()) as usize,
+            )
+        };
+        // numpy gives empty bytes_/str_ scalars an itemsize-0 dtype (|S0, <U0) but one
+        // item of padding in tobytes().
+        let data = if itemsize == 0 { &[][..] } else { data };
+        if data.len() != itemsize {
+            return Err(refuse(format!(
+                "numpy scalar has {} bytes, its dtype says {itemsize}",
+                data.len()
+            )));
+        }
+        self.writer.ext_header(ExtCode::NumpyScalar);
+        self.writer.blob_len(head.len() + data.len());
+        self.writer.raw(&head);
+        self.writer.raw(data);
+        Ok(())
+    }
+}
