@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import random
 import string
+import uuid
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from classes import Employee, Point, QueueJob
 
 SEED = 2024
 # The seeds' sizes for these two; they do not grow with --scale.
@@ -22,12 +25,20 @@ ALPHA_COUNT = 100_000
 
 @dataclass(frozen=True)
 class Payload:
-    """A named payload; ``build`` makes a fresh copy of the object graph."""
+    """A named payload; ``build`` makes a fresh copy of the object graph.
+
+    ``types`` lists the classes whose instances the payload holds, for codecs that
+    must be told them to decode (amber's ``loads(types=...)``) or that register them
+    (pyfory). ``schema`` is the payload's whole static type, e.g. ``list[QueueJob]``,
+    for schema-driven decoders (msgspec); None when no such type exists.
+    """
 
     name: str
     origin: str
     description: str
     build: Callable[[], object]
+    types: tuple[type, ...] = ()
+    schema: object = None
 
 
 def _rng(name: str) -> random.Random:
@@ -107,9 +118,51 @@ def rowset_1000() -> object:
     return rows
 
 
+JOB_CLASSES = (
+    "App\\Jobs\\SendInvoice",
+    "App\\Jobs\\SendWelcomeEmail",
+    "App\\Jobs\\ProcessPodcast",
+    "App\\Jobs\\GenerateReport",
+    "App\\Jobs\\SyncInventory",
+)
+
+
+def dto_1000() -> object:
+    """phpser's DTO payload: 1000 queue jobs as dataclass instances."""
+    rng = _rng("dto_1000")
+    jobs = []
+    for _ in range(1000):
+        display_name = rng.choice(JOB_CLASSES)
+        user = "".join(rng.choices(string.ascii_lowercase, k=rng.randint(4, 10)))
+        jobs.append(
+            QueueJob(
+                uuid=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                display_name=display_name,
+                job="Illuminate\\Queue\\CallQueuedHandler@call",
+                max_tries=3,
+                timeout=rng.choice((60, 120)),
+                backoff=[10, 30, 60],
+                flag=rng.random() < 0.5,
+                data={
+                    "commandName": display_name,
+                    "invoiceId": rng.randint(1, 10_000_000),
+                    "customerEmail": f"{user}@example.com",
+                },
+            )
+        )
+    return jobs
+
+
 def employees(count: int) -> Callable[[], object]:
     def build() -> object:
         return [{"id": i, "name": f"Employee_{i}", "age": 20 + i % 45} for i in range(count)]
+
+    return build
+
+
+def employee_objects(count: int) -> Callable[[], object]:
+    def build() -> object:
+        return [Employee(i, f"Employee_{i}", 20 + i % 45) for i in range(count)]
 
     return build
 
@@ -118,6 +171,16 @@ def structs_tuples(count: int) -> Callable[[], object]:
     def build() -> object:
         rng = _rng("structs_tuples")
         return [(rng.random(), f"struct-{i}") for i in range(count)]
+
+    return build
+
+
+def structs_dataclass(count: int) -> Callable[[], object]:
+    """cl-binary-store's struct benchmark: dataclass instances (a: float, b: str)."""
+
+    def build() -> object:
+        rng = _rng("structs_100k")
+        return [Point(rng.random(), f"struct-{i}") for i in range(count)]
 
     return build
 
@@ -192,12 +255,36 @@ def all_payloads(scale: float) -> list[Payload]:
         Payload("job_hash", "seed 004", "job-queue hash, nested dicts", job_hash),
         Payload("packed_1k", "phpser", "list(range(1000))", packed_1k),
         Payload("rowset_1000", "phpser", "1000 mixed database rows", rowset_1000),
+        Payload(
+            "dto_1000",
+            "phpser",
+            "1000 QueueJob dataclass instances",
+            dto_1000,
+            types=(QueueJob,),
+            schema=list[QueueJob],
+        ),
         Payload("employees", "Sereal", f"{big} 3-key dicts", employees(big)),
+        Payload(
+            "employee_objects",
+            "Sereal",
+            f"{big} Employee objects (plain class)",
+            employee_objects(big),
+            types=(Employee,),
+            schema=list[Employee],
+        ),
         Payload(
             "structs_tuples",
             "cl-binary-store",
             f"{big} (float, str)",
             structs_tuples(big),
+        ),
+        Payload(
+            "structs_100k",
+            "cl-binary-store",
+            f"{big} Point(a: float, b: str) dataclass instances",
+            structs_dataclass(big),
+            types=(Point,),
+            schema=list[Point],
         ),
         Payload(
             "complex_list",

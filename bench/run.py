@@ -102,19 +102,21 @@ def measure(
     value: object, payload: str, codec: Codec, budget: Budget, graph_diff: GraphDiff
 ) -> Result:
     """Round-trip once (for size and exactness), then time encode and decode."""
+    variant = codec.variant
     try:
         encoded = codec.encode(value)
     except Exception as error:  # a codec's refusal is a result, not a crash
-        return Result(payload, codec.name, error=describe_error(error, "encode"))
+        return Result(payload, codec.name, variant=variant, error=describe_error(error, "encode"))
     try:
         decoded = codec.decode(encoded)
     except Exception as error:
-        return Result(payload, codec.name, error=describe_error(error, "decode"))
+        return Result(payload, codec.name, variant=variant, error=describe_error(error, "decode"))
     diff = graph_diff(value, decoded)
     del decoded
     return Result(
         payload,
         codec.name,
+        variant=variant,
         encode_s=best_seconds_per_call(codec.encode, value, budget),
         decode_s=best_seconds_per_call(codec.decode, encoded, budget),
         size=len(encoded),
@@ -132,7 +134,14 @@ def run_payload(
 ) -> None:
     value = payload.build()
     for codec in codecs:
-        report.add(measure(value, payload.name, codec, budget, graph_diff))
+        try:
+            # Class payloads: the codec told the classes (amber types=, msgspec typed
+            # Decoder, pyfory registration).
+            prepared = codec.for_payload(payload.types, payload.schema)
+        except Exception as error:  # e.g. a typed decoder refusing the payload type
+            report.add(Result(payload.name, codec.name, error=describe_error(error, "setup")))
+            continue
+        report.add(measure(value, payload.name, prepared, budget, graph_diff))
 
 
 def required_failures(report: Report, required: list[str]) -> list[str]:
