@@ -7,6 +7,8 @@ Successful decodes must also encode and decode back to the same graph.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any
 
 import atheris
 
@@ -14,13 +16,27 @@ with atheris.instrument_imports():
     import amber
     from amber._compare import graph_diff
 
+# The classes the spec's vectors name, so mutated class payloads reach the code that builds
+# instances (the corpus is seeded from those vectors).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _notation import classes_in, load_vectors
+
+VECTOR_CLASSES = classes_in([v["value"] for v in load_vectors("values.json")])
+
 
 def test_one_input(data: bytes) -> None:
+    # The last byte picks the class options: none, the vector classes, or placeholders.
+    mode = data[-1] % 3 if data else 0
+    options: dict[str, Any] = {}
+    if mode == 1:
+        options["types"] = VECTOR_CLASSES
+    elif mode == 2:
+        options["placeholders"] = True
     try:
-        value = amber.loads(data, max_depth=64)
+        value = amber.loads(data, max_depth=64, **options)
     except amber.DecodeError:
         return
-    again = amber.loads(amber.dumps(value))
+    again = amber.loads(amber.dumps(value), **options)
     difference = graph_diff(value, again)
     if difference is not None:
         raise AssertionError(f"round trip changed the value: {difference}")

@@ -7,11 +7,13 @@
 //! decode functions.
 
 use std::ptr::NonNull;
+use std::sync::{Mutex, OnceLock};
 
 use amber_format::{BuildError, ErrorKind, ObjectKind, ShapeDef};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use pyo3_ffi as ffi;
+use rustc_hash::FxHashMap;
 
 use super::PyBuilder;
 use crate::helpers;
@@ -66,6 +68,28 @@ pub enum ShapePlan {
         kind: ObjectKind,
         names: Vec<PyObj>,
     },
+}
+
+/// What a decode plan depends on: the class (by pointer, kept alive by the cache entry), the
+/// payload's kind and field names, and the `unknown_fields` option.
+#[derive(PartialEq, Eq, Hash)]
+struct PlanKey {
+    class: usize,
+    kind: u8,
+    fields: Vec<String>,
+    unknown_error: bool,
+}
+
+/// Plans already made, so that decoding many small payloads of one class plans it once.
+/// Each entry holds its class, so a class pointer in a key cannot be reused by another.
+type PlanCache = Mutex<FxHashMap<PlanKey, (Py<PyAny>, Py<PyAny>)>>;
+
+/// Beyond this many plans (shapes of many classes), the cache starts over.
+const PLAN_CACHE_MAX: usize = 4096;
+
+fn plan_cache() -> &'static PlanCache {
+    static CACHE: OnceLock<PlanCache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(FxHashMap::default()))
 }
 
 fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
@@ -165,19 +189,41 @@ impl PyBuilder<'_, '_> {
         let cls_bound = unsafe { Bound::from_borrowed_ptr(py, cls.as_ptr()) };
         let fields = PyTuple::new(py, shape.fields.iter().map(|f| PyString::intern(py, f)))
             .map_err(|e| self.class_failure(e, "building the field tuple"))?;
-        let answer = helpers::call(
-            py,
-            "decode_plan",
-            (
-                cls_bound,
-                shape.kind as u8,
-                fields.clone(),
-                self.classes.unknown_error,
-            ),
-        );
-        let answer = match answer {
-            Ok(a) => a,
-            Err(e) => return Err(self.class_failure(e, "planning the class")),
+        let key = PlanKey {
+            class: cls.as_ptr() as usize,
+            kind: shape.kind as u8,
+            fields: shape.fields.clone(),
+            unknown_error: self.classes.unknown_error,
+        };
+        let cached = plan_cache()
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&key).map(|(_, plan)| plan.clone_ref(py)));
+        let answer = match cached {
+            Some(plan) => plan.into_bound(py),
+            None => {
+                let answer = helpers::call(
+                    py,
+                    "decode_plan",
+                    (
+                        cls_bound.clone(),
+                        shape.kind as u8,
+                        fields.clone(),
+                        self.classes.unknown_error,
+                    ),
+                );
+                let answer = match answer {
+                    Ok(a) => a,
+                    Err(e) => return Err(self.class_failure(e, "planning the class")),
+                };
+                if let Ok(mut cache) = plan_cache().lock() {
+                    if cache.len() >= PLAN_CACHE_MAX {
+                        cache.clear();
+                    }
+                    cache.insert(key, (cls_bound.unbind(), answer.clone().unbind()));
+                }
+                answer
+            }
         };
         let parsed: PyResult<ShapePlan> = (|| {
             let t = answer.cast::<PyTuple>()?;
