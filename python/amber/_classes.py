@@ -370,7 +370,16 @@ def decode_plan(
             action = TO_SETATTR if (field in slots or not has_dict) else TO_DICT
             defaults.append((field, value, is_factory, action))
         new_is_plain = vars(object)["__new__"] is getattr(cls, "__new__")  # noqa: B009
-        return (ATTRS, new_is_plain, tuple(actions), tuple(fields), tuple(defaults))
+        # The class's own name objects (interned by Python) for the fields it declares; the
+        # payload's text otherwise, never interned here (see the decoder).
+        own = {name: name for name in (declared or {})} | {name: name for name in slots}
+        # A plain class declares nothing, but the attribute names its __init__ assigns are
+        # interned constants of its code object.
+        init_code = getattr(getattr(cls, "__init__", None), "__code__", None)
+        if declared is None and init_code is not None:
+            own |= {name: name for name in init_code.co_names}
+        names = tuple(own.get(field, field) for field in fields)
+        return (ATTRS, new_is_plain, tuple(actions), names, tuple(defaults))
     if kind == TUPLE_FIELDS:
         local_fields = tuple(cls._fields)  # type: ignore[attr-defined]
         positions = []

@@ -154,7 +154,7 @@ impl PyBuilder<'_, '_> {
                 names: shape
                     .fields
                     .iter()
-                    .map(|f| owned(PyString::intern(self.py, f).as_any()))
+                    .map(|f| owned(PyString::new(self.py, f).as_any()))
                     .collect(),
                 module: shape.module,
                 qualname: shape.qualname,
@@ -187,7 +187,10 @@ impl PyBuilder<'_, '_> {
         let py = self.py;
         // SAFETY: cls is a live object we own.
         let cls_bound = unsafe { Bound::from_borrowed_ptr(py, cls.as_ptr()) };
-        let fields = PyTuple::new(py, shape.fields.iter().map(|f| PyString::intern(py, f)))
+        // Not interned: interned strings may live as long as the process, and a payload must
+        // not be able to grow that table. decode_plan swaps in the class's own (interned)
+        // name objects for the fields it declares.
+        let fields = PyTuple::new(py, shape.fields.iter().map(|f| PyString::new(py, f)))
             .map_err(|e| self.class_failure(e, "building the field tuple"))?;
         let key = PlanKey {
             class: cls.as_ptr() as usize,
@@ -241,7 +244,12 @@ impl PyBuilder<'_, '_> {
                                 _ => FieldAction::Drop,
                             })
                             .collect(),
-                        names: fields.iter().map(|f| owned(&f)).collect(),
+                        names: t
+                            .get_item(3)?
+                            .cast::<PyTuple>()?
+                            .iter()
+                            .map(|f| owned(&f))
+                            .collect(),
                         defaults: (defaults.len()? > 0).then(|| owned(&defaults)),
                         cls,
                     }
