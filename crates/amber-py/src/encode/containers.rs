@@ -20,18 +20,19 @@ impl PyEncoder<'_> {
         self.writer.list_header(n as usize);
         for i in 0..n {
             // Class code (a __getstate__, a custom encoder) may run while an item is written
-            // and change this list, so the length is read again and each item is held.
-            // SAFETY: obj is a live list; i is checked against its current length first,
-            // and the borrowed item is turned into a strong reference at once.
+            // and change this list, so the length is read again before each item. The item
+            // is borrowed: taking a reference would make every item look shared (see
+            // `shared`) and send it through the memo. An item that runs code holds itself
+            // while it does (class encoders take a reference once the memo has seen them),
+            // and memoized objects are kept alive by the encoder.
+            // SAFETY: obj is a live list (held above) and i is below its current length.
             let item = unsafe {
                 if i >= ffi::PyList_GET_SIZE(obj) {
                     return Err(changed_size("list", obj));
                 }
-                PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ffi::PyList_GET_ITEM(
-                    obj, i,
-                )))
+                ffi::PyList_GET_ITEM(obj, i)
             };
-            self.nested_value(item.as_ptr())
+            self.nested_value(item)
                 .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
         }
         // SAFETY: obj is a live list.
@@ -76,14 +77,19 @@ impl PyEncoder<'_> {
         let mut value: *mut ffi::PyObject = std::ptr::null_mut();
         let mut index = 0;
         // SAFETY: PyDict_Next checks its position against the dict's current entries, so
-        // it stays in bounds even if class code changes the dict meanwhile. Key and value
-        // are borrowed (see `list` for why); the key is held once written, because the error
-        // path of its value still names it.
+        // it stays in bounds even if class code changes the dict meanwhile.
         while unsafe { ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) } != 0 {
+            // Key and value are borrowed (see `list` for why). The key must outlive its value's
+            // encode, whose error path names it: a str or int key runs no code, so it is held
+            // after it is written (leaving the memo's view of it alone); any other key is held
+            // first, since writing it may run code that drops it.
+            // SAFETY: ob_type of a live key.
+            let key_type = unsafe { ffi::Py_TYPE(key) };
+            let plain = key_type == self.types.str || key_type == self.types.int;
+            let early = (!plain).then(|| hold(key));
             self.nested_value(key)
                 .map_err(|e| e.at(Segment::KeyOf(index), obj))?;
-            // SAFETY: key is live: the dict holds it and no code ran since PyDict_Next.
-            let held = unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(key)) };
+            let held = early.unwrap_or_else(|| hold(key));
             self.nested_value(value)
                 .map_err(|e| e.at(Segment::Key(key_label(self.py, held.as_ptr())), obj))?;
             index += 1;
