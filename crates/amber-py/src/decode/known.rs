@@ -476,7 +476,7 @@ impl PyBuilder<'_, '_> {
                     PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(api.TimeZone_UTC))
                 }))
             }
-            2 => {
+            kind @ (2 | 4) => {
                 const DAY: i64 = 86_400_000_000;
                 let offset = r.zigzag("timezone offset")?;
                 if offset <= -DAY || offset >= DAY {
@@ -484,12 +484,16 @@ impl PyBuilder<'_, '_> {
                         "{what} timezone offset {offset} microseconds is not strictly within one day"
                     )));
                 }
-                let name_len = r.varint("timezone name length")?;
-                let name = if name_len == 0 {
-                    None
+                let name = if kind == 4 {
+                    Some(self.text(b"", &format!("{what} timezone name"), c"strict")?)
                 } else {
-                    let raw = r.take(name_len, "timezone name")?;
-                    Some(self.text(raw, &format!("{what} timezone name"), c"strict")?)
+                    match r.varint("timezone name length")? {
+                        0 => None,
+                        name_len => {
+                            let raw = r.take(name_len, "timezone name")?;
+                            Some(self.text(raw, &format!("{what} timezone name"), c"strict")?)
+                        }
+                    }
                 };
                 let days = offset.div_euclid(DAY);
                 let rest = offset.rem_euclid(DAY);
@@ -529,7 +533,7 @@ impl PyBuilder<'_, '_> {
                 "{what} tzkind 0 (naive) is not allowed here"
             ))),
             kind => Err(invalid(format!(
-                "{what} tzkind {kind} is not defined (0..3)"
+                "{what} tzkind {kind} is not defined (0..4)"
             ))),
         }
     }

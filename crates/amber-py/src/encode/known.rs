@@ -565,14 +565,19 @@ impl PyEncoder<'_> {
                     + i64::from(ffi::PyDateTime_DELTA_GET_SECONDS(offset)) * 1_000_000
                     + i64::from(ffi::PyDateTime_DELTA_GET_MICROSECONDS(offset))
             };
-            tz.head.push(2);
-            tz.head.varint(zigzag(micros));
             if n == 2 {
                 // SAFETY: 1 < n = len(args).
                 let name = unsafe { ffi::PyTuple_GET_ITEM(args, 1) };
                 tz.text = self.utf8(name, "timezone name")?;
             }
-            tz.head.varint(tz.text.len() as u64);
+            // A name length of 0 means "no name", so an explicitly empty name has a kind
+            // of its own.
+            let empty_name = n == 2 && tz.text.is_empty();
+            tz.head.push(if empty_name { 4 } else { 2 });
+            tz.head.varint(zigzag(micros));
+            if !empty_name {
+                tz.head.varint(tz.text.len() as u64);
+            }
             return Ok(tz);
         }
         if is_loaded(&ZONEINFO, c"zoneinfo", c"ZoneInfo", ty) {
