@@ -160,6 +160,10 @@ def _strict_key(value: object) -> object:
         return (cls, tuple(_strict_key(item) for item in value))
     if isinstance(value, frozenset):
         return (cls, frozenset(_strict_key(item) for item in value))
+    exact_key = _EXACT_KEYS.get(cls)
+    if exact_key is not None:
+        # Decimal NaNs never equal themselves and hash by identity: match them by digits.
+        return (cls, exact_key(value))
     return (cls, value)
 
 

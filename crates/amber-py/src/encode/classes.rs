@@ -23,7 +23,7 @@ use crate::object::PyObj;
 const PLACEHOLDER: u8 = 255;
 
 /// How instances of one class are written.
-pub(super) struct ClassPlan {
+pub(crate) struct ClassPlan {
     /// Keeps the type alive while its pointer is a cache key.
     _ty: Py<PyAny>,
     /// For `amber.Placeholder`: written as the class it names, not as itself.
@@ -107,6 +107,20 @@ impl PyEncoder<'_> {
     }
 
     fn plan_for(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Arc<ClassPlan>, EncodeFail> {
+        if let Some((last, plan)) = &self.last_plan {
+            if *last == ty as usize {
+                return Ok(plan.clone());
+            }
+        }
+        let plan = self.plan_from_cache(ty)?;
+        self.last_plan = Some((ty as usize, plan.clone()));
+        Ok(plan)
+    }
+
+    fn plan_from_cache(
+        &mut self,
+        ty: *mut ffi::PyTypeObject,
+    ) -> Result<Arc<ClassPlan>, EncodeFail> {
         if let Some(plan) = plan_cache()
             .lock()
             .ok()
@@ -278,7 +292,7 @@ impl PyEncoder<'_> {
         self.enter()?;
         self.shape(ty, plan, &names)?;
         for (name, value) in names.iter().zip(&values) {
-            self.nested_value(value.as_ptr()).map_err(|e| {
+            self.nested_held_value(value.as_ptr()).map_err(|e| {
                 e.at(
                     Segment::Attr(name_text(self.py, name).unwrap_or_default()),
                     obj,

@@ -150,7 +150,9 @@ impl PyEncoder<'_> {
         trackable: bool,
     ) -> Result<Option<Option<ImmutableToken>>, EncodeFail> {
         let token = match self.tracker.as_mut() {
-            Some(tracker) if trackable && (tracker.track_everything() || shared(obj)) => {
+            Some(tracker)
+                if trackable && (tracker.track_everything() || shared(obj, self.held)) =>
+            {
                 match tracker.begin_immutable(obj as usize, &mut self.writer) {
                     ImmutableStart::Ref(offset) => {
                         self.writer.reference(offset);

@@ -40,6 +40,11 @@ pub struct PyEncoder<'py> {
     temporaries: Vec<PyObj>,
     /// The caller's custom encode functions by exact type (a dict), if any.
     custom: Option<PyObj>,
+    /// The value being written that the encoder holds an extra reference to (see `shared`),
+    /// or NULL.
+    held: *mut ffi::PyObject,
+    /// The class plan used last, by type: instances of one class tend to come in runs.
+    last_plan: Option<(usize, std::sync::Arc<classes::ClassPlan>)>,
 }
 
 /// Encodes `obj` into a complete payload.
@@ -59,6 +64,8 @@ pub fn encode(
         shapes: classes::ShapeTable::default(),
         temporaries: Vec::new(),
         custom,
+        held: std::ptr::null_mut(),
+        last_plan: None,
     };
     loop {
         let again = match encoder.value(obj) {
@@ -93,11 +100,13 @@ fn hold(obj: *mut ffi::PyObject) -> PyObj {
 }
 
 /// Whether anything besides its container holds `obj`; an object held once cannot be met
-/// twice (except inside a cyclic tuple, see `RefTracker::track_everything`).
+/// twice (except inside a cyclic tuple, see `RefTracker::track_everything`). `held` is an
+/// object the encoder itself holds one extra reference to while writing it (a class
+/// instance's attribute value), which does not count.
 #[inline]
-fn shared(obj: *mut ffi::PyObject) -> bool {
+fn shared(obj: *mut ffi::PyObject, held: *mut ffi::PyObject) -> bool {
     // SAFETY: obj is live and the GIL is held.
-    unsafe { ffi::Py_REFCNT(obj) > 1 }
+    unsafe { ffi::Py_REFCNT(obj) - ffi::Py_ssize_t::from(obj == held) > 1 }
 }
 
 impl PyEncoder<'_> {
@@ -167,7 +176,7 @@ impl PyEncoder<'_> {
         let Some(tracker) = self.tracker.as_mut() else {
             return false;
         };
-        if !tracker.track_everything() && !shared(obj) {
+        if !tracker.track_everything() && !shared(obj, self.held) {
             return false;
         }
         match tracker.seen_or_record(obj as usize, self.writer.body_pos()) {
@@ -193,6 +202,16 @@ impl PyEncoder<'_> {
             return Err(EncodeFail::new(FailKind::TooDeep(self.max_depth)));
         }
         Ok(())
+    }
+
+    /// Writes a value the encoder holds an extra reference to (one it copied out of an
+    /// instance's `__dict__` or slots), without that reference making it look shared.
+    #[inline]
+    fn nested_held_value(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        self.held = obj;
+        let result = self.nested_value(obj);
+        self.held = std::ptr::null_mut();
+        result
     }
 
     /// Writes a container's child on a stack with room to spare (see the decoder's `nested`).
