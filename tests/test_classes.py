@@ -411,6 +411,20 @@ def test_placeholders_keep_sharing_and_cycles():
     assert out[0].state["me"] is out[0]
 
 
+def test_placeholders_write_back_the_same_payload():
+    n = rc.Node("root")
+    n.me = n
+    values = [Employee(1, "Ann", 30), rc.WithState(1, 2), rc.Point(5, 6, "p"), rc.Color.BLUE, n, n]
+    data = amber.dumps(values)
+    held = amber.loads(data, placeholders=True)
+    again = amber.dumps(held)
+    assert again == data
+    real = amber.loads(again, types=[Employee, rc.WithState, rc.Point, rc.Color, rc.Node])
+    assert real[0].info() == "ID: 1, Name: Ann, Age: 30"
+    assert real[3] is rc.Color.BLUE
+    assert real[4] is real[5] and real[4].me is real[4]
+
+
 def test_placeholder_for_custom_kind():
     data = amber.dumps(rc.Money(Decimal("1.50"), "EUR"), custom=[rc.money_custom_type()])
     p = amber.loads(data, placeholders=True)
