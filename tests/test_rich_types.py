@@ -809,16 +809,60 @@ def test_ndarray_wire_layout():
     assert amber.dumps(value) == HEADER + bytes([0x76, 0x14, len(blob)]) + blob
 
 
-@pytest.mark.parametrize("kind", ["object", "structured", "object_0d"])
-def test_ndarray_object_and_structured_dtypes_are_refused(kind):
+@pytest.mark.parametrize("kind", ["object", "structured_object_field", "object_0d"])
+def test_ndarray_object_dtypes_are_refused(kind):
     np = _np()
     value = {
         "object": lambda: np.array([1, "a", None], dtype=object),
-        "structured": lambda: np.zeros(2, dtype=[("a", "<i4"), ("b", "<f8")]),
+        "structured_object_field": lambda: np.zeros(2, dtype=[("a", "<i4"), ("b", "O")]),
         "object_0d": lambda: np.array(None, dtype=object),
     }[kind]()
     with pytest.raises(amber.EncodeError):
         amber.dumps(value)
+
+
+def _structured_dtypes(np):
+    return [
+        np.dtype([("a", "<i4"), ("b", "<f8")]),
+        np.dtype([("id", ">u8"), ("pos", "<f4", (3,)), ("name", "S5"), ("when", "<M8[ms]")]),
+        np.dtype([(("Title", "x"), "<i2"), ("inner", [("p", "<c16"), ("q", "?")])]),
+        np.dtype(
+            {"names": ["a", "b"], "formats": ["u1", "<i4"], "offsets": [0, 4], "itemsize": 12}
+        ),
+        np.dtype([("a", "<i4"), ("b", "<U3")], align=True),
+    ]
+
+
+def test_structured_ndarrays_round_trip_exactly():
+    np = _np()
+    for dtype in _structured_dtypes(np):
+        rng = np.random.default_rng(7)
+        raw = rng.integers(0, 256, size=dtype.itemsize * 6, dtype=np.uint8).tobytes()
+        value = np.frombuffer(raw, dtype=dtype).reshape(2, 3)
+        back = amber.loads(amber.dumps(value))
+        assert type(back) is np.ndarray
+        assert back.dtype == dtype and back.dtype.itemsize == dtype.itemsize
+        assert back.dtype.descr == dtype.descr
+        assert back.shape == (2, 3) and back.flags.c_contiguous and back.flags.writeable
+        assert back.tobytes() == value.tobytes()
+        record = value[1, 2]
+        back_record = amber.loads(amber.dumps(record))
+        assert type(back_record) is type(record)
+        assert back_record.tobytes() == record.tobytes() and back_record.dtype == dtype
+
+
+def test_structured_dtype_text_must_be_canonical_json():
+    np = _np()
+    text = b'[ ["a", "<i4"] ]'  # valid JSON, valid descr, but not the form the encoder writes
+    blob = bytes([1, 1, len(text)]) + text + bytes(4)
+    with pytest.raises(amber.DecodeError) as info:
+        amber.loads(HEADER + bytes([0x76, 0x14, len(blob)]) + blob)
+    assert info.value.kind == "invalid_ext"
+    assert "canonical" in str(info.value)
+    canonical = b'[["a","<i4"]]'
+    blob = bytes([1, 1, len(canonical)]) + canonical + bytes(4)
+    back = amber.loads(HEADER + bytes([0x76, 0x14, len(blob)]) + blob)
+    assert back.dtype == np.dtype([("a", "<i4")]) and back.shape == (1,)
 
 
 def _np_scalars(np):

@@ -94,6 +94,11 @@ impl<'a> Reader<'a> {
         invalid(format!("{} blob ends before its {field}", self.what))
     }
 
+    /// The next byte, without reading it.
+    pub(super) fn peek(&self) -> Option<u8> {
+        self.data.get(self.pos).copied()
+    }
+
     /// One byte.
     pub(super) fn u8(&mut self, field: &str) -> Result<u8, BuildError> {
         let b = *self.data.get(self.pos).ok_or_else(|| self.short(field))?;

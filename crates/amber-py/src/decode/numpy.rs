@@ -6,6 +6,7 @@
 use std::sync::Mutex;
 
 use amber_format::{BuildError, ErrorKind, ExtCode};
+use pyo3::prelude::PyAnyMethods;
 use pyo3_ffi as ffi;
 
 use super::known::{invalid, Reader};
@@ -23,6 +24,8 @@ const PLAIN_KINDS: &[u8] = b"biufcmMSUV";
 const MAX_NDIM: u64 = 64;
 /// Longest dtype string.
 const MAX_DTYPE_LEN: u64 = 64;
+/// Longest structured dtype text (JSON), in bytes; `amber._dtypes.MAX_TEXT` is the same.
+const MAX_STRUCTURED_LEN: u64 = 4096;
 
 /// A dtype already made and checked: its string, the dtype (the address of a strong
 /// reference, never released), its item size and kind.
@@ -69,9 +72,15 @@ impl PyBuilder<'_, '_> {
     fn np_dtype(&mut self, r: &mut Reader<'_>) -> Result<(PyObj, usize, u8), BuildError> {
         let what = r.what();
         let n = r.varint("dtype length")?;
-        if !(1..=MAX_DTYPE_LEN).contains(&n) {
+        let structured = r.peek() == Some(b'[');
+        let max = if structured {
+            MAX_STRUCTURED_LEN
+        } else {
+            MAX_DTYPE_LEN
+        };
+        if !(1..=max).contains(&n) {
             return Err(invalid(format!(
-                "{what} dtype length {n} is out of range 1..{MAX_DTYPE_LEN}"
+                "{what} dtype length {n} is out of range 1..{max}"
             )));
         }
         let raw = r.take(n, "dtype")?;
@@ -108,7 +117,9 @@ impl PyBuilder<'_, '_> {
         raw: &[u8],
     ) -> Result<(PyObj, usize, u8), BuildError> {
         let text = match std::str::from_utf8(raw) {
-            Ok(t) if t.bytes().all(|c| c.is_ascii_graphic()) => t,
+            // Spaces occur in structured dtypes (field names); the canonical-form check
+            // below refuses them anywhere else.
+            Ok(t) if t.bytes().all(|c| c.is_ascii_graphic() || c == b' ') => t,
             _ => {
                 return Err(invalid(format!(
                     "{what} dtype {:?} is not printable ASCII",
@@ -116,6 +127,9 @@ impl PyBuilder<'_, '_> {
                 )))
             }
         };
+        if text.starts_with('[') {
+            return self.np_structured_dtype(what, text);
+        }
         let np_dtype = self.numpy_attr(&NP_DTYPE, c"dtype")?;
         let arg = self.str_obj(text)?;
         let dtype = self.call(np_dtype, &[arg.as_ptr()], &format!("{what} dtype {text:?}"))?;
@@ -162,6 +176,33 @@ impl PyBuilder<'_, '_> {
         }
         let kind = kind.and_then(|k| k.bytes().next()).unwrap_or(b'V');
         Ok((dtype, itemsize as usize, kind))
+    }
+
+    /// A structured dtype from its JSON text (see `amber._dtypes`), which must be in the
+    /// canonical form the encoder writes.
+    fn np_structured_dtype(
+        &mut self,
+        what: &'static str,
+        text: &str,
+    ) -> Result<(PyObj, usize, u8), BuildError> {
+        self.numpy_attr(&NP_DTYPE, c"dtype")?; // imports numpy, or says it is missing
+        let dtype = match crate::helpers::call_dtypes(self.py, "structured_dtype", (text,)) {
+            Ok(d) => d,
+            Err(e) => {
+                return Err(invalid(format!(
+                    "{what} structured dtype is refused: {}",
+                    e.value(self.py)
+                )))
+            }
+        };
+        let itemsize = dtype
+            .getattr("itemsize")
+            .and_then(|i| i.extract::<usize>())
+            .map_err(|_| invalid(format!("{what} structured dtype has no item size")))?;
+        // SAFETY: dtype is a live object; we take our own reference.
+        let dtype =
+            unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(dtype.as_ptr())) };
+        Ok((dtype, itemsize, b'V'))
     }
 
     fn str_obj(&mut self, text: &str) -> Result<PyObj, BuildError> {

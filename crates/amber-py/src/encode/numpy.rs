@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use amber_format::varint::write_varint;
 use amber_format::ExtCode;
+use pyo3::prelude::PyAnyMethods;
 use pyo3_ffi as ffi;
 
 use super::{EncodeFail, FailKind, PyEncoder};
@@ -144,13 +145,11 @@ impl PyEncoder<'_> {
             fields.as_ptr() != none || subdtype.as_ptr() != none
         };
         let text = self.np_attr(dt, interned!(c"str"))?;
-        let text = crate::object::str_utf8(&text).unwrap_or_default();
-        if !plain || structured {
+        let mut text = crate::object::str_utf8(&text).unwrap_or_default();
+        if !plain {
             let shown = String::from_utf8_lossy(&text);
             let why = if kind == b"O" {
                 "object arrays hold Python objects, not data"
-            } else if structured {
-                "structured dtypes are not supported"
             } else {
                 "its items are not plain data"
             };
@@ -158,7 +157,17 @@ impl PyEncoder<'_> {
                 "numpy dtype {shown:?} cannot be written: {why}"
             )));
         }
-        if text.is_empty() || text.len() > MAX_DTYPE_LEN || !text.is_ascii() {
+        if structured {
+            // Fields travel as JSON of numpy's descr (see amber._dtypes).
+            // SAFETY: dt is a live dtype.
+            let dtype = unsafe { pyo3::Bound::from_borrowed_ptr(self.py, dt) };
+            let described = crate::helpers::call_dtypes(self.py, "structured_text", (dtype,))
+                .map_err(|e| refuse(e.value(self.py).to_string()))?;
+            text = described
+                .extract::<String>()
+                .map_err(|_| refuse(String::from("a structured dtype did not describe itself")))?
+                .into_bytes();
+        } else if text.is_empty() || text.len() > MAX_DTYPE_LEN || !text.is_ascii() {
             return Err(refuse(format!(
                 "numpy dtype string {:?} is not 1..64 ASCII characters",
                 String::from_utf8_lossy(&text)
