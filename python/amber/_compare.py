@@ -349,6 +349,14 @@ class _GraphComparer:
         return problem
 
     def _visit_other(self, exp: Any, act: Any, path: _Path) -> str | None:
+        if type(exp) is slice:
+            # Its parts may be any objects: compare them like a tuple's items, not with ==.
+            verdict = self._pair(exp, act, path)
+            if verdict is not None:
+                return verdict or None
+            return self._push_sequence(
+                [exp.start, exp.stop, exp.step], [act.start, act.stop, act.step], path
+            )
         if type(exp) is collections.deque:
             verdict = self._pair(exp, act, path)
             if verdict is not None:

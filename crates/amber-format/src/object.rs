@@ -110,7 +110,7 @@ impl NameProblem {
             NameProblem::TooLong => "is longer than 1024 bytes",
             NameProblem::InvalidUtf8 => "is not valid UTF-8",
             NameProblem::NotDotted => {
-                "is not a dotted name (segments of letters, digits and '_', or '<locals>', joined by single dots)"
+                "is not a dotted name (identifiers or '<locals>', joined by single dots)"
             }
         }
     }
@@ -128,19 +128,20 @@ pub fn field_name(bytes: &[u8]) -> Result<&str, NameProblem> {
 }
 
 /// Checks a module or qualified name: a field name whose dot-separated segments are all
-/// identifiers (any non-ASCII letters allowed, as in Python) or `<locals>`.
+/// Python identifiers (Unicode XID, as PEP 3131 defines them) or `<locals>`.
 pub fn dotted_name(bytes: &[u8]) -> Result<&str, NameProblem> {
     let name = field_name(bytes)?;
     let segment_ok = |s: &str| {
         if s == "<locals>" {
             return true;
         }
+        // Python's identifier rule (PEP 3131): XID_Start or `_`, then XID_Continue.
         let mut chars = s.chars();
         match chars.next() {
-            Some(c) if c == '_' || c.is_alphabetic() => {}
+            Some(c) if c == '_' || unicode_ident::is_xid_start(c) => {}
             _ => return false,
         }
-        chars.all(|c| c == '_' || c.is_alphanumeric())
+        chars.all(unicode_ident::is_xid_continue)
     };
     if name.split('.').all(segment_ok) {
         Ok(name)
