@@ -164,6 +164,11 @@ def _strict_key(value: object) -> object:
     if exact_key is not None:
         # Decimal NaNs never equal themselves and hash by identity: match them by digits.
         return (cls, exact_key(value))
+    if cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__:
+        # Hashed by identity: a copy never equals the original. Bucket by class and
+        # attribute names; the comparison that follows the match checks the rest.
+        state = _instance_state(value)
+        return (cls, "<object>", tuple(sorted(state)) if state else ())
     return (cls, value)
 
 
