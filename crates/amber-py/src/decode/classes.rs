@@ -456,8 +456,8 @@ impl PyBuilder<'_, '_> {
             .cloned()
             .unwrap_or_else(|| py.None().into_bound(py));
         let result = match self.shape_plan(shape)? {
-            // SAFETY (all arms): the plan's objects are live and owned by the plan.
             ShapePlan::Tuple { cls, plan } => {
+                // SAFETY: the plan owns live references to the class and its plan tuple.
                 let (cls, plan) = unsafe {
                     (
                         Bound::from_borrowed_ptr(py, cls.as_ptr()),
@@ -470,6 +470,7 @@ impl PyBuilder<'_, '_> {
                     .map_err(|e| (e, "a named tuple"))
             }
             ShapePlan::Enum { cls } => {
+                // SAFETY: the plan owns a live reference to the class.
                 let cls = unsafe { Bound::from_borrowed_ptr(py, cls.as_ptr()) };
                 let fast = cls
                     .getattr("_value2member_map_")
@@ -483,6 +484,7 @@ impl PyBuilder<'_, '_> {
                 }
             }
             ShapePlan::Custom { name, decode } => {
+                // SAFETY: the plan owns a live reference to the decode function.
                 let decode = unsafe { Bound::from_borrowed_ptr(py, decode.as_ptr()) };
                 let context = format!("the custom decode function of {name}");
                 return decode
@@ -502,7 +504,9 @@ impl PyBuilder<'_, '_> {
                         .iter()
                         .zip(&bound)
                         .try_for_each(|(n, v)| {
-                            dict.set_item(unsafe { Bound::from_borrowed_ptr(py, n.as_ptr()) }, v)
+                            // SAFETY: the plan owns a live reference to each field name.
+                            let name = unsafe { Bound::from_borrowed_ptr(py, n.as_ptr()) };
+                            dict.set_item(name, v)
                         })
                         .map(|()| dict.into_any())
                 } else {
