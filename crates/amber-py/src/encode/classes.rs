@@ -49,12 +49,28 @@ fn plan_cache() -> &'static PlanCache {
 pub(crate) struct ShapeTable {
     /// By class and field names.
     numbers: FxHashMap<(usize, Vec<String>), usize>,
-    /// The last shape of each class, by name pointers: instances of one class almost always
-    /// share their attribute-name objects, so most lookups end here.
-    last: FxHashMap<usize, (Vec<usize>, usize)>,
-    /// Name objects whose pointers are in `last`, kept alive so pointers stay unique.
-    names_alive: Vec<PyObj>,
+    /// The last shape of each class with its field-name objects: instances of one class
+    /// almost always share their attribute-name objects, so most lookups end in a pointer
+    /// comparison here. The names are held, so no other string can take their addresses.
+    last: FxHashMap<usize, (Vec<PyObj>, usize)>,
     count: usize,
+}
+
+/// Something holding a field-name str: the names of an instance or of a class plan.
+trait NamePtr {
+    fn name_ptr(&self) -> *mut ffi::PyObject;
+}
+
+impl NamePtr for PyObj {
+    fn name_ptr(&self) -> *mut ffi::PyObject {
+        self.as_ptr()
+    }
+}
+
+impl NamePtr for Py<PyString> {
+    fn name_ptr(&self) -> *mut ffi::PyObject {
+        self.as_ptr()
+    }
 }
 
 impl ShapeTable {
@@ -117,6 +133,21 @@ impl PyEncoder<'_> {
         Ok(plan)
     }
 
+    /// The plan of a custom type, made once per encode (the custom table is the caller's).
+    fn custom_plan_for(
+        &mut self,
+        ty: *mut ffi::PyTypeObject,
+    ) -> Result<Arc<ClassPlan>, EncodeFail> {
+        if let Some(plan) = self.custom_plans.get(&(ty as usize)) {
+            return Ok(plan.clone());
+        }
+        // SAFETY: ty is the live type of a live object.
+        let cls = unsafe { Bound::from_borrowed_ptr(self.py, ty.cast()) };
+        let plan = Arc::new(custom_plan(self.py, &cls)?);
+        self.custom_plans.insert(ty as usize, plan.clone());
+        Ok(plan)
+    }
+
     fn plan_from_cache(
         &mut self,
         ty: *mut ffi::PyTypeObject,
@@ -147,19 +178,19 @@ impl PyEncoder<'_> {
     }
 
     /// Writes the OBJECT tag and shape (defining it on first use) for `names`.
-    fn shape(
+    fn shape<N: NamePtr>(
         &mut self,
         ty: *mut ffi::PyTypeObject,
         plan: &ClassPlan,
-        names: &[PyObj],
+        names: &[N],
     ) -> Result<(), EncodeFail> {
         let key = ty as usize;
-        if let Some((pointers, number)) = self.shapes.last.get(&key) {
-            if pointers.len() == names.len()
-                && pointers
+        if let Some((held, number)) = self.shapes.last.get(&key) {
+            if held.len() == names.len()
+                && held
                     .iter()
                     .zip(names)
-                    .all(|(p, n)| *p == n.as_ptr() as usize)
+                    .all(|(h, n)| h.as_ptr() == n.name_ptr())
             {
                 self.writer.object_of_shape(*number);
                 return Ok(());
@@ -167,14 +198,11 @@ impl PyEncoder<'_> {
         }
         let mut texts = Vec::with_capacity(names.len());
         for name in names {
-            texts.push(name_text(self.py, name)?);
+            texts.push(name_text(self.py, name.name_ptr())?);
         }
         let number = self.shape_by_text(key, &plan.module, &plan.qualname, plan.kind, texts)?;
-        self.shapes.names_alive.extend(names.iter().cloned());
-        self.shapes.last.insert(
-            key,
-            (names.iter().map(|n| n.as_ptr() as usize).collect(), number),
-        );
+        let held = names.iter().map(|n| hold(n.name_ptr())).collect();
+        self.shapes.last.insert(key, (held, number));
         Ok(())
     }
 
@@ -217,13 +245,18 @@ impl PyEncoder<'_> {
         Ok(number)
     }
 
-    /// A shape without field names (STATE, ENUM, CUSTOM).
-    fn bare_shape(
+    /// The OBJECT of a shape without fields (STATE, ENUM, CUSTOM), then its one value.
+    fn single_value(
         &mut self,
+        obj: *mut ffi::PyObject,
         ty: *mut ffi::PyTypeObject,
         plan: &ClassPlan,
+        value: *mut ffi::PyObject,
+        label: &str,
     ) -> Result<(), EncodeFail> {
-        self.shape(ty, plan, &[])
+        self.shape::<PyObj>(ty, plan, &[])?;
+        self.nested_value(value)
+            .map_err(|e| e.at(Segment::Attr(String::from(label)), obj))
     }
 
     fn attrs_instance(
@@ -236,8 +269,22 @@ impl PyEncoder<'_> {
             return Ok(());
         }
         let _held = hold(obj);
-        let mut names: Vec<PyObj> = Vec::new();
-        let mut values: Vec<PyObj> = Vec::new();
+        // The instance's names and values go on the encoder's attribute stacks (no
+        // allocation per instance); nested instances push above them and pop back.
+        let base = self.attr_names.len();
+        let result = self.attrs_body(obj, ty, plan, base);
+        self.attr_names.truncate(base);
+        self.attr_values.truncate(base);
+        result
+    }
+
+    fn attrs_body(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+        base: usize,
+    ) -> Result<(), EncodeFail> {
         if plan.has_dict {
             // SAFETY: obj is a live instance of a class whose instances have a __dict__;
             // GenericGetDict returns a new reference (or NULL with an exception).
@@ -245,29 +292,21 @@ impl PyEncoder<'_> {
                 ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut())
             })
             .ok_or_else(|| EncodeFail::python(self.py))?;
-            // SAFETY: dict is a live dict owned by us for the loop.
-            let n = unsafe { ffi::PyDict_Size(dict.as_ptr()) }.max(0) as usize;
-            names.reserve(n);
-            values.reserve(n);
             let mut pos: ffi::Py_ssize_t = 0;
             let mut key: *mut ffi::PyObject = std::ptr::null_mut();
             let mut value: *mut ffi::PyObject = std::ptr::null_mut();
             // SAFETY: iterating a dict we hold; no Python code runs inside the loop; key
-            // and value are borrowed and immediately turned into strong references.
+            // and value are borrowed and at once held on the attribute stacks.
             while unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
-                // SAFETY: PyDict_Next yields non-NULL live borrowed pointers.
-                unsafe {
-                    if ffi::PyUnicode_CheckExact(key) == 0 {
-                        return Err(refused(format!(
-                            "{}.{} instance has a non-str attribute name in its __dict__",
-                            plan.module, plan.qualname
-                        )));
-                    }
-                    names.push(PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(key)));
-                    values.push(PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(
-                        value,
+                // SAFETY: a type check of a live key.
+                if unsafe { ffi::PyUnicode_CheckExact(key) } == 0 {
+                    return Err(refused(format!(
+                        "{}.{} instance has a non-str attribute name in its __dict__",
+                        plan.module, plan.qualname
                     )));
                 }
+                self.attr_names.push(hold(key));
+                self.attr_values.push(hold(value));
             }
         }
         for slot in &plan.names {
@@ -275,11 +314,8 @@ impl PyEncoder<'_> {
             let got = unsafe { ffi::PyObject_GetAttr(obj, slot.as_ptr()) };
             match PyObj::from_owned(got) {
                 Some(value) => {
-                    // SAFETY: slot is a live str.
-                    names.push(unsafe {
-                        PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(slot.as_ptr()))
-                    });
-                    values.push(value);
+                    self.attr_names.push(hold(slot.as_ptr()));
+                    self.attr_values.push(value);
                 }
                 None => {
                     let err = PyErr::fetch(self.py);
@@ -290,13 +326,20 @@ impl PyEncoder<'_> {
             }
         }
         self.enter()?;
-        self.shape(ty, plan, &names)?;
-        for (name, value) in names.iter().zip(&values) {
-            self.nested_held_value(value.as_ptr()).map_err(|e| {
-                e.at(
-                    Segment::Attr(name_text(self.py, name).unwrap_or_default()),
-                    obj,
-                )
+        // Nothing is pushed while the shape is written, so the stack can lend its slice.
+        let names = std::mem::take(&mut self.attr_names);
+        let shaped = self.shape(ty, plan, names.get(base..).unwrap_or_default());
+        self.attr_names = names;
+        shaped?;
+        let end = self.attr_values.len();
+        for i in base..end {
+            let Some(value) = self.attr_values.get(i).map(PyObj::as_ptr) else {
+                break;
+            };
+            self.nested_held_value(value).map_err(|e| {
+                let name = self.attr_names.get(i).map(PyObj::as_ptr);
+                let label = name.and_then(|n| name_text(self.py, n).ok());
+                e.at(Segment::Attr(label.unwrap_or_default()), obj)
             })?;
         }
         self.leave();
@@ -318,9 +361,7 @@ impl PyEncoder<'_> {
             .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
         let state = self.keep_alive(state);
         self.enter()?;
-        self.bare_shape(ty, plan)?;
-        self.nested_value(state)
-            .map_err(|e| e.at(Segment::Attr(String::from("__getstate__()")), obj))?;
+        self.single_value(obj, ty, plan, state, "__getstate__()")?;
         self.leave();
         Ok(())
     }
@@ -345,20 +386,14 @@ impl PyEncoder<'_> {
             return Ok(());
         };
         let _held = hold(obj);
-        let names: Vec<PyObj> = plan
-            .names
-            .iter()
-            // SAFETY: the names are live strs held by the plan.
-            .map(|s| unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(s.as_ptr())) })
-            .collect();
-        self.shape(ty, plan, &names)?;
-        for (i, name) in names.iter().enumerate() {
+        self.shape(ty, plan, &plan.names)?;
+        for (i, name) in plan.names.iter().enumerate() {
             // SAFETY: 0 <= i < n = len(tuple) (checked above); tuples are immutable and obj
             // is kept alive by its holder.
             let item = unsafe { ffi::PyTuple_GET_ITEM(obj, i as ffi::Py_ssize_t) };
             self.nested_value(item).map_err(|e| {
                 e.at(
-                    Segment::Attr(name_text(self.py, name).unwrap_or_default()),
+                    Segment::Attr(name_text(self.py, name.as_ptr()).unwrap_or_default()),
                     obj,
                 )
             })?;
@@ -381,9 +416,7 @@ impl PyEncoder<'_> {
             PyObj::from_owned(unsafe { ffi::PyObject_GetAttrString(obj, c"_value_".as_ptr()) })
                 .ok_or_else(|| EncodeFail::python(self.py))?;
         let value = self.keep_alive_obj(value);
-        self.bare_shape(ty, plan)?;
-        self.nested_value(value)
-            .map_err(|e| e.at(Segment::Attr(String::from("value")), obj))?;
+        self.single_value(obj, ty, plan, value, "value")?;
         self.end_immutable(obj, token);
         Ok(())
     }
@@ -398,17 +431,12 @@ impl PyEncoder<'_> {
             return Ok(());
         };
         let _held = hold(obj);
-        let py = self.py;
-        // SAFETY: ty is the live type of obj.
-        let cls = unsafe { Bound::from_borrowed_ptr(py, ty.cast()) };
-        let plan = custom_plan(py, &cls)?;
+        let plan = self.custom_plan_for(ty)?;
         // SAFETY: encode is a live callable and obj a live object; new reference or NULL.
         let state = PyObj::from_owned(unsafe { ffi::PyObject_CallOneArg(encode.as_ptr(), obj) })
-            .ok_or_else(|| EncodeFail::python(py))?;
+            .ok_or_else(|| EncodeFail::python(self.py))?;
         let state = self.keep_alive_obj(state);
-        self.bare_shape(ty, &plan)?;
-        self.nested_value(state)
-            .map_err(|e| e.at(Segment::Attr(String::from("<custom state>")), obj))?;
+        self.single_value(obj, ty, &plan, state, "<custom state>")?;
         self.end_immutable(obj, token);
         Ok(())
     }
@@ -511,9 +539,9 @@ fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
     unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj.as_ptr())) }
 }
 
-fn name_text(py: Python<'_>, name: &PyObj) -> Result<String, EncodeFail> {
-    // SAFETY: name is a live object.
-    let bound = unsafe { Bound::from_borrowed_ptr(py, name.as_ptr()) };
+fn name_text(py: Python<'_>, name: *mut ffi::PyObject) -> Result<String, EncodeFail> {
+    // SAFETY: name is a live object (held by its caller).
+    let bound = unsafe { Bound::from_borrowed_ptr(py, name) };
     bound
         .extract::<String>()
         .map_err(|_| refused(String::from("an attribute name is not encodable as UTF-8")))

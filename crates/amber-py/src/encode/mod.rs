@@ -45,6 +45,12 @@ pub struct PyEncoder<'py> {
     held: *mut ffi::PyObject,
     /// The class plan used last, by type: instances of one class tend to come in runs.
     last_plan: Option<(usize, std::sync::Arc<classes::ClassPlan>)>,
+    /// Plans of the caller's custom types met so far, by type.
+    custom_plans: rustc_hash::FxHashMap<usize, std::sync::Arc<classes::ClassPlan>>,
+    /// Field names and values of the instances being written, innermost last (see
+    /// `attrs_instance`).
+    attr_names: Vec<PyObj>,
+    attr_values: Vec<PyObj>,
 }
 
 /// Encodes `obj` into a complete payload.
@@ -66,6 +72,9 @@ pub fn encode(
         custom,
         held: std::ptr::null_mut(),
         last_plan: None,
+        custom_plans: rustc_hash::FxHashMap::default(),
+        attr_names: Vec::new(),
+        attr_values: Vec::new(),
     };
     loop {
         let again = match encoder.value(obj) {
@@ -85,6 +94,8 @@ pub fn encode(
         }
         encoder.writer.reset();
         encoder.shapes.clear();
+        encoder.attr_names.clear();
+        encoder.attr_values.clear();
         encoder.depth = 0;
     }
 }
