@@ -13,10 +13,7 @@ use crate::object::{self, NameProblem, ObjectKind, ShapeDef};
 use crate::tag::{Tag, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
 
-/// Stack left below which a nesting level moves to a new stack segment.
-pub const STACK_RED_ZONE: usize = 128 * 1024;
-/// Size of each new stack segment.
-pub const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+pub use crate::stack::{STACK_RED_ZONE, STACK_SEGMENT};
 
 /// Makes host objects for the decoder. `Obj` clones are new references to the same object.
 ///
@@ -129,6 +126,7 @@ pub fn decode<B: Builder>(
         tracked: Vec::new(),
         shapes: Vec::new(),
         builder,
+        stack_limit: crate::stack::limit(),
     };
     let root = decoder.value()?;
     if decoder.pos != data.len() {
@@ -165,6 +163,8 @@ struct Decoder<'a, B: Builder> {
     /// Kind and value count of each shape defined so far, by shape number.
     shapes: Vec<(ObjectKind, usize)>,
     builder: &'a mut B,
+    /// See [`crate::stack`].
+    stack_limit: usize,
 }
 
 fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
@@ -360,7 +360,11 @@ impl<'a, B: Builder> Decoder<'a, B> {
     /// `max_depth`, but a thread's stack may be small, so it grows on demand instead.
     #[inline]
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
-        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || f(self))
+        if crate::stack::here() > self.stack_limit {
+            f(self)
+        } else {
+            crate::stack::grow(self, |d| &mut d.stack_limit, f)
+        }
     }
 
     fn value(&mut self) -> Result<B::Obj, DecodeError> {

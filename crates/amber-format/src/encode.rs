@@ -10,12 +10,83 @@ use crate::ext::ExtCode;
 use crate::header::{HEADER_LEN, PLAIN_HEADER};
 use crate::object::ShapeDef;
 use crate::tag::{self, Tag, TRACKED};
-use crate::varint::{write_varint, zigzag};
+use crate::varint::zigzag;
+
+/// Where a [`Writer`] puts its bytes: a growable byte buffer. `Vec<u8>` is one; the Python
+/// extension has another that writes straight into the `bytes` object it returns, so a large
+/// payload is not copied once more at the end.
+pub trait Sink {
+    /// Bytes written so far.
+    fn len(&self) -> usize;
+    /// Whether nothing is written yet.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Appends one byte.
+    fn push(&mut self, byte: u8);
+    /// Appends `bytes`.
+    fn extend_from_slice(&mut self, bytes: &[u8]);
+    /// Drops everything from `len` on.
+    fn truncate(&mut self, len: usize);
+    /// The byte at `index`, if written.
+    fn get_mut(&mut self, index: usize) -> Option<&mut u8>;
+    /// Makes room for `additional` more bytes.
+    fn reserve(&mut self, additional: usize);
+    /// The bytes written so far.
+    fn as_slice(&self) -> &[u8];
+    /// Appends `value` as a minimal LEB128 varint. Sinks override this to write the bytes in
+    /// place: a copy of a few bytes through `extend_from_slice` costs a `memcpy` call.
+    #[inline]
+    fn put_varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.push((value as u8) | 0x80);
+            value >>= 7;
+        }
+        self.push(value as u8);
+    }
+    /// Appends a tag byte and then a varint (the shape of most constructs).
+    #[inline]
+    fn put_tag_varint(&mut self, tag: u8, value: u64) {
+        self.push(tag);
+        self.put_varint(value);
+    }
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte);
+    }
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        Vec::extend_from_slice(self, bytes);
+    }
+    #[inline]
+    fn truncate(&mut self, len: usize) {
+        Vec::truncate(self, len);
+    }
+    #[inline]
+    fn get_mut(&mut self, index: usize) -> Option<&mut u8> {
+        <[u8]>::get_mut(self, index)
+    }
+    #[inline]
+    fn reserve(&mut self, additional: usize) {
+        Vec::reserve(self, additional);
+    }
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        self
+    }
+}
 
 /// A growing payload: header first, then the body.
 #[derive(Clone, Debug)]
-pub struct Writer {
-    buf: Vec<u8>,
+pub struct Writer<S: Sink = Vec<u8>> {
+    buf: S,
 }
 
 impl Default for Writer {
@@ -27,9 +98,24 @@ impl Default for Writer {
 impl Writer {
     /// A writer holding just the header, with room for `capacity` bytes.
     pub fn with_capacity(capacity: usize) -> Self {
-        let mut buf = Vec::with_capacity(capacity.max(HEADER_LEN));
-        buf.extend_from_slice(&PLAIN_HEADER);
-        Writer { buf }
+        Writer::on(Vec::with_capacity(capacity.max(HEADER_LEN)))
+    }
+}
+
+impl Writer {
+    /// Whether `v` is written inline in the tag (and so is never tracked).
+    #[inline]
+    pub const fn is_small_int(v: i64) -> bool {
+        tag::SMALL_INT_MIN <= v && v <= tag::SMALL_INT_MAX
+    }
+}
+
+impl<S: Sink> Writer<S> {
+    /// A writer that appends the header and then the body to `sink`, which must be empty.
+    pub fn on(mut sink: S) -> Self {
+        debug_assert!(sink.is_empty());
+        sink.extend_from_slice(&PLAIN_HEADER);
+        Writer { buf: sink }
     }
 
     /// Drops the body, keeping the header and the allocation.
@@ -45,12 +131,17 @@ impl Writer {
 
     /// The payload so far.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf
+        self.buf.as_slice()
     }
 
     /// The finished payload.
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub fn into_bytes(self) -> S {
         self.buf
+    }
+
+    #[inline]
+    fn varint(&mut self, value: u64) {
+        self.buf.put_varint(value);
     }
 
     #[inline]
@@ -59,13 +150,12 @@ impl Writer {
     }
 
     /// Writes a tag with a small count inside it when `n <= short_max`, else `long` + varint.
-    #[inline]
+    #[inline(always)]
     fn counted(&mut self, short: Tag, short_max: usize, long: Tag, n: usize) {
         if n <= short_max {
             self.byte(short.code() + n as u8);
         } else {
-            self.byte(long.code());
-            write_varint(&mut self.buf, n as u64);
+            self.buf.put_tag_varint(long.code(), n as u64);
         }
     }
 
@@ -85,22 +175,15 @@ impl Writer {
         });
     }
 
-    /// Whether `v` is written inline in the tag (and so is never tracked).
-    #[inline]
-    pub const fn is_small_int(v: i64) -> bool {
-        tag::SMALL_INT_MIN <= v && v <= tag::SMALL_INT_MAX
-    }
-
     /// An int in the i64 range.
-    #[inline]
+    #[inline(always)]
     pub fn int(&mut self, v: i64) {
         if (0..=tag::SMALL_INT_MAX).contains(&v) {
             self.byte(v as u8);
         } else if (tag::SMALL_INT_MIN..0).contains(&v) {
             self.byte((v + 0x90) as u8);
         } else {
-            self.byte(Tag::Int.code());
-            write_varint(&mut self.buf, zigzag(v));
+            self.buf.put_tag_varint(Tag::Int.code(), zigzag(v));
         }
     }
 
@@ -109,12 +192,12 @@ impl Writer {
     pub fn bigint(&mut self, twos_le: &[u8]) {
         let digits = minimal_twos_complement(twos_le);
         self.byte(Tag::BigInt.code());
-        write_varint(&mut self.buf, digits.len() as u64);
+        self.varint(digits.len() as u64);
         self.buf.extend_from_slice(digits);
     }
 
     /// A float, as 4 bytes when that is exact (and not NaN), else 8.
-    #[inline]
+    #[inline(always)]
     pub fn float(&mut self, v: f64) {
         let narrow = v as f32;
         if !v.is_nan() && f64::from(narrow).to_bits() == v.to_bits() {
@@ -134,7 +217,7 @@ impl Writer {
     }
 
     /// A str given as strict UTF-8.
-    #[inline]
+    #[inline(always)]
     pub fn str(&mut self, utf8: &[u8]) {
         self.counted(Tag::ShortStr, tag::SHORT_STR_MAX, Tag::Str, utf8.len());
         self.buf.extend_from_slice(utf8);
@@ -143,21 +226,21 @@ impl Writer {
     /// A str holding surrogates, as UTF-8 that also encodes surrogate code points.
     pub fn str_surrogates(&mut self, bytes: &[u8]) {
         self.byte(Tag::StrSurrogates.code());
-        write_varint(&mut self.buf, bytes.len() as u64);
+        self.varint(bytes.len() as u64);
         self.buf.extend_from_slice(bytes);
     }
 
     /// A bytes object.
     pub fn bytes(&mut self, b: &[u8]) {
         self.byte(Tag::Bytes.code());
-        write_varint(&mut self.buf, b.len() as u64);
+        self.varint(b.len() as u64);
         self.buf.extend_from_slice(b);
     }
 
     /// A bytearray.
     pub fn bytearray(&mut self, b: &[u8]) {
         self.byte(Tag::ByteArray.code());
-        write_varint(&mut self.buf, b.len() as u64);
+        self.varint(b.len() as u64);
         self.buf.extend_from_slice(b);
     }
 
@@ -182,17 +265,16 @@ impl Writer {
     /// The start of a set (or frozenset) of `n` elements.
     pub fn set_header(&mut self, n: usize, frozen: bool) {
         self.byte(if frozen { Tag::FrozenSet } else { Tag::Set }.code());
-        write_varint(&mut self.buf, n as u64);
+        self.varint(n as u64);
     }
 
     /// A reference to the value whose tag is at body offset `target`; marks that tag tracked.
-    #[inline]
+    #[inline(always)]
     pub fn reference(&mut self, target: usize) {
         if let Some(t) = self.buf.get_mut(HEADER_LEN + target) {
             *t |= TRACKED;
         }
-        self.byte(Tag::Ref.code());
-        write_varint(&mut self.buf, target as u64);
+        self.buf.put_tag_varint(Tag::Ref.code(), target as u64);
     }
 
     /// The `SUPERSEDE` prefix: the next value is dropped in favour of the `REF` after it.
@@ -204,7 +286,7 @@ impl Writer {
     #[inline]
     pub fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) {
         self.ext_header(code);
-        write_varint(&mut self.buf, blob.len() as u64);
+        self.varint(blob.len() as u64);
         self.buf.extend_from_slice(blob);
     }
 
@@ -220,7 +302,7 @@ impl Writer {
     /// that many bytes with [`Writer::raw`].
     #[inline]
     pub fn blob_len(&mut self, n: usize) {
-        write_varint(&mut self.buf, n as u64);
+        self.varint(n as u64);
     }
 
     /// Bytes copied as they are (blob contents).
@@ -238,7 +320,7 @@ impl Writer {
     #[inline]
     pub fn object_of_shape(&mut self, shape: usize) {
         self.byte(Tag::Object.code());
-        write_varint(&mut self.buf, shape as u64 + 1);
+        self.varint(shape as u64 + 1);
     }
 
     /// An OBJECT that defines its shape inline; its values follow. The shape's number is the
@@ -268,7 +350,7 @@ impl Writer {
         self.name(qualname);
         self.byte(kind);
         if crate::object::ObjectKind::from_code(kind).is_some_and(|k| k.has_fields()) {
-            write_varint(&mut self.buf, field_count as u64);
+            self.varint(field_count as u64);
             for f in fields {
                 self.name(f);
             }
@@ -276,7 +358,7 @@ impl Writer {
     }
 
     fn name(&mut self, utf8: &[u8]) {
-        write_varint(&mut self.buf, utf8.len() as u64);
+        self.varint(utf8.len() as u64);
         self.buf.extend_from_slice(utf8);
     }
 }
@@ -395,7 +477,11 @@ impl RefTracker {
 
     /// Called when meeting an immutable container; may write the `SUPERSEDE` prefix.
     #[inline]
-    pub fn begin_immutable(&mut self, id: usize, writer: &mut Writer) -> ImmutableStart {
+    pub fn begin_immutable<S: Sink>(
+        &mut self,
+        id: usize,
+        writer: &mut Writer<S>,
+    ) -> ImmutableStart {
         let level = match self.memo.get(&id) {
             Some(Entry::Written(offset)) => return ImmutableStart::Ref(*offset),
             Some(Entry::Building { level }) => level + 1,
@@ -425,7 +511,12 @@ impl RefTracker {
 
     /// Called after the container's elements are written.
     #[inline]
-    pub fn end_immutable(&mut self, id: usize, token: ImmutableToken, writer: &mut Writer) {
+    pub fn end_immutable<S: Sink>(
+        &mut self,
+        id: usize,
+        token: ImmutableToken,
+        writer: &mut Writer<S>,
+    ) {
         self.inside_cyclic -= u32::from(token.cyclic);
         match self.memo.get(&id) {
             Some(Entry::Building { level }) if *level == token.level => {

@@ -14,11 +14,12 @@ pub mod header;
 pub mod limits;
 pub mod model;
 pub mod object;
+pub mod stack;
 pub mod tag;
 pub mod varint;
 
 pub use decode::{decode, Builder};
-pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Writer};
+pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Sink, Writer};
 pub use error::{BuildError, DecodeError, ErrorKind};
 pub use ext::{ExtCode, ExtLayout};
 pub use limits::Limits;

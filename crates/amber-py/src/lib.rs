@@ -6,6 +6,7 @@ mod decode;
 mod encode;
 mod helpers;
 mod object;
+mod pylong;
 
 use amber_format::limits::{DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH};
 use amber_format::{DecodeError as FormatError, Limits};
@@ -98,7 +99,7 @@ fn encode_error(py: Python<'_>, fail: EncodeFail) -> PyErr {
     };
     let err = EncodeError::new_err(message);
     let _ = err.value(py).setattr("path", path);
-    if let FailKind::Python(cause) = fail.kind {
+    if let FailKind::Python(cause) = fail.into_kind() {
         err.set_cause(py, Some(cause));
     }
     err
@@ -146,7 +147,12 @@ fn dumps_impl(
         unsafe { object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(c.as_ptr())) }
     });
     match encode::encode(py, obj.as_ptr(), options, custom) {
-        Ok(bytes) => Ok(PyBytes::new(py, &bytes).unbind()),
+        // SAFETY: encode returns a bytes object.
+        Ok(bytes) => Ok(unsafe {
+            Bound::from_owned_ptr(py, bytes.into_ptr())
+                .cast_into_unchecked::<PyBytes>()
+                .unbind()
+        }),
         Err(fail) => Err(encode_error(py, fail)),
     }
 }
@@ -428,6 +434,12 @@ impl Decoder {
 #[pymodule]
 fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    let digit_bits: u32 = py
+        .import("sys")?
+        .getattr("int_info")?
+        .getattr("bits_per_digit")?
+        .extract()?;
+    pylong::set_digit_bits(digit_bits);
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_class::<Encoder>()?;

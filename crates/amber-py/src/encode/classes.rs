@@ -574,7 +574,7 @@ fn parse_plan(
     };
     let module: String = tuple.get_item(1)?.extract()?;
     let qualname: String = tuple.get_item(2)?.extract()?;
-    let (module, qualname) = checked_names(module, qualname).map_err(|f| match f.kind {
+    let (module, qualname) = checked_names(module, qualname).map_err(|f| match f.into_kind() {
         FailKind::Refused(m) => pyo3::exceptions::PyTypeError::new_err(m),
         _ => pyo3::exceptions::PyTypeError::new_err("bad class name"),
     })?;

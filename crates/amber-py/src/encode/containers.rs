@@ -159,12 +159,7 @@ impl PyEncoder<'_> {
                         return Ok(None);
                     }
                     ImmutableStart::Write(token) => {
-                        // Memoized objects must outlive the encode: a freed one's address
-                        // could come back as another object and be taken for it.
-                        // SAFETY: obj is live (held by its container for this call).
-                        self.temporaries.push(unsafe {
-                            PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj))
-                        });
+                        self.memoized.push(obj);
                         Some(token)
                     }
                     ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),

@@ -39,20 +39,45 @@ pub enum FailKind {
 
 /// A failed encode: the kind, the path from the root (collected innermost first), and the
 /// containers on that path (to tell a cycle from deep nesting).
+///
+/// Boxed so that `Result<(), EncodeFail>`, which every value's encoder returns, is one
+/// pointer in a register rather than a struct written through memory.
 #[derive(Debug)]
-pub struct EncodeFail {
+pub struct EncodeFail(Box<FailInner>);
+
+#[derive(Debug)]
+pub struct FailInner {
     pub kind: FailKind,
     path: Vec<Segment>,
     containers: Vec<usize>,
 }
 
+impl std::ops::Deref for EncodeFail {
+    type Target = FailInner;
+    fn deref(&self) -> &FailInner {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for EncodeFail {
+    fn deref_mut(&mut self) -> &mut FailInner {
+        &mut self.0
+    }
+}
+
 impl EncodeFail {
+    #[cold]
     pub fn new(kind: FailKind) -> Self {
-        EncodeFail {
+        EncodeFail(Box::new(FailInner {
             kind,
             path: Vec::new(),
             containers: Vec::new(),
-        }
+        }))
+    }
+
+    /// The kind, taken out of the failure.
+    pub fn into_kind(self) -> FailKind {
+        self.0.kind
     }
 
     /// The error for a value of an unsupported type.
@@ -86,16 +111,17 @@ impl EncodeFail {
     /// Settles the kind once the whole path is known.
     #[cold]
     pub fn finish(mut self, refs: bool) -> Self {
-        if let (FailKind::TooDeep(_), false) = (&self.kind, refs) {
+        let this = &mut *self.0;
+        if let (FailKind::TooDeep(_), false) = (&this.kind, refs) {
             // Outermost first: the first container met again closes the cycle; the path is
             // cut there, so it names where the cycle is rather than where the limit hit.
-            let outer_first: Vec<usize> = self.containers.iter().rev().copied().collect();
+            let outer_first: Vec<usize> = this.containers.iter().rev().copied().collect();
             let mut seen = rustc_hash::FxHashSet::default();
             if let Some(repeat) = outer_first.iter().position(|c| !seen.insert(*c)) {
-                self.kind = FailKind::Cycle;
-                let keep = self.path.len() - repeat;
-                self.path.drain(..keep);
-                self.containers.drain(..keep);
+                this.kind = FailKind::Cycle;
+                let keep = this.path.len() - repeat;
+                this.path.drain(..keep);
+                this.containers.drain(..keep);
             }
         }
         self
@@ -103,6 +129,12 @@ impl EncodeFail {
 
     /// `root["users"][3]`; very long paths keep their two ends.
     pub fn path(&self) -> String {
+        self.0.path_text()
+    }
+}
+
+impl FailInner {
+    fn path_text(&self) -> String {
         const KEEP: usize = 12;
         let steps: Vec<String> = self.path.iter().rev().map(render).collect();
         let mut out = String::from("root");

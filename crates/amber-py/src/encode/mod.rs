@@ -7,13 +7,16 @@ mod error;
 mod known;
 mod numpy;
 mod scalars;
+mod sink;
 
-use amber_format::decode::{STACK_RED_ZONE, STACK_SEGMENT};
+use std::cell::Cell;
+
 use amber_format::{RefTracker, Writer};
 use pyo3::Python;
 use pyo3_ffi as ffi;
 
 pub use error::{EncodeFail, FailKind, Segment};
+use sink::BytesSink;
 
 use crate::object::{PyObj, Types};
 
@@ -29,8 +32,14 @@ pub struct Options {
 /// One encode of one root object.
 pub struct PyEncoder<'py> {
     py: Python<'py>,
-    writer: Writer,
+    writer: Writer<BytesSink>,
     tracker: Option<RefTracker>,
+    /// Objects in the identity memo, in the order they were recorded; the first `pinned` of
+    /// them hold a reference taken by [`PyEncoder::pin_memo`].
+    memoized: Vec<*mut ffi::PyObject>,
+    pinned: usize,
+    /// See `amber_format::stack`.
+    stack_limit: usize,
     depth: u32,
     max_depth: u32,
     types: Types,
@@ -53,17 +62,40 @@ pub struct PyEncoder<'py> {
     attr_values: Vec<PyObj>,
 }
 
-/// Encodes `obj` into a complete payload.
+/// Allocations one encode leaves for the next on the same thread: the identity memo and the
+/// list of memoized objects. Reusing them takes the allocator off the path of small payloads.
+#[derive(Default)]
+struct Scratch {
+    tracker: RefTracker,
+    memoized: Vec<*mut ffi::PyObject>,
+}
+
+/// A memo grown past this many entries is dropped rather than kept: clearing it would cost
+/// every later small encode a pass over its table.
+const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
+
+thread_local! {
+    static SCRATCH: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
+}
+
+/// Encodes `obj` into a complete payload, a `bytes` object.
 pub fn encode(
     py: Python<'_>,
     obj: *mut ffi::PyObject,
     options: Options,
     custom: Option<PyObj>,
-) -> Result<Vec<u8>, EncodeFail> {
+) -> Result<PyObj, EncodeFail> {
+    // A nested encode (a custom encoder calling dumps) finds the slot empty and allocates.
+    let scratch = SCRATCH.with(Cell::take).unwrap_or_default();
+    let Scratch { tracker, memoized } = *scratch;
+    let sink = BytesSink::new().map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
     let mut encoder = PyEncoder {
         py,
-        writer: Writer::default(),
-        tracker: options.refs.then(RefTracker::new),
+        writer: Writer::on(sink),
+        tracker: options.refs.then_some(tracker),
+        memoized,
+        pinned: 0,
+        stack_limit: amber_format::stack::limit(),
         depth: 0,
         max_depth: options.max_depth,
         types: Types::get(),
@@ -76,27 +108,76 @@ pub fn encode(
         attr_names: Vec::new(),
         attr_values: Vec::new(),
     };
-    loop {
-        let again = match encoder.value(obj) {
-            Err(fail) if matches!(fail.kind, FailKind::Restart) => true,
-            Err(fail) => return Err(fail.finish(options.refs)),
-            Ok(()) => encoder
-                .tracker
-                .as_ref()
-                .is_some_and(RefTracker::needs_rerun),
-        };
-        if !again {
-            return Ok(encoder.writer.into_bytes());
+    let result = encoder.run(obj, options.refs);
+    encoder.recycle();
+    result?;
+    encoder
+        .writer
+        .into_bytes()
+        .finish()
+        .map_err(|e| EncodeFail::new(FailKind::Python(e)))
+}
+
+impl PyEncoder<'_> {
+    fn run(&mut self, obj: *mut ffi::PyObject, refs: bool) -> Result<(), EncodeFail> {
+        loop {
+            let again = match self.value(obj) {
+                Err(fail) if matches!(fail.kind, FailKind::Restart) => true,
+                Err(fail) => return Err(fail.finish(refs)),
+                Ok(()) => self.tracker.as_ref().is_some_and(RefTracker::needs_rerun),
+            };
+            if !again {
+                return Ok(());
+            }
+            // A cycle through a tuple showed up: encode again knowing it.
+            if let Some(tracker) = self.tracker.as_mut() {
+                tracker.reset(true);
+            }
+            self.unpin_memo();
+            self.writer.reset();
+            self.shapes.clear();
+            self.attr_names.clear();
+            self.attr_values.clear();
+            self.depth = 0;
         }
-        // A cycle through a tuple showed up: encode again knowing it.
-        if let Some(tracker) = encoder.tracker.as_mut() {
-            tracker.reset(true);
+    }
+
+    /// Releases the memo's references and hands its allocations to the next encode.
+    fn recycle(&mut self) {
+        self.unpin_memo();
+        let mut tracker = self.tracker.take().unwrap_or_default();
+        let mut memoized = std::mem::take(&mut self.memoized);
+        if memoized.capacity() > SCRATCH_MEMO_LIMIT {
+            tracker = RefTracker::default();
+            memoized = Vec::new();
+        } else {
+            tracker.reset(false);
+            memoized.clear();
         }
-        encoder.writer.reset();
-        encoder.shapes.clear();
-        encoder.attr_names.clear();
-        encoder.attr_values.clear();
-        encoder.depth = 0;
+        SCRATCH.with(|slot| slot.set(Some(Box::new(Scratch { tracker, memoized }))));
+    }
+
+    /// Takes a reference to every memoized object not yet held. Called before anything that
+    /// can run Python code or start a garbage collection (class code, `__del__` methods of
+    /// collected objects): such code could free a memoized object, and a new object at its
+    /// address would then be written as a `REF` to it.
+    #[inline]
+    pub(crate) fn pin_memo(&mut self) {
+        for &obj in &self.memoized[self.pinned..] {
+            // SAFETY: every memoized object is live: it is reachable from the root and no
+            // code has run since it was recorded (or it was pinned before that code ran).
+            unsafe { ffi::Py_INCREF(obj) };
+        }
+        self.pinned = self.memoized.len();
+    }
+
+    fn unpin_memo(&mut self) {
+        for &obj in &self.memoized[..self.pinned] {
+            // SAFETY: pin_memo took this reference.
+            unsafe { ffi::Py_DECREF(obj) };
+        }
+        self.memoized.clear();
+        self.pinned = 0;
     }
 }
 
@@ -160,16 +241,20 @@ impl PyEncoder<'_> {
     ) -> Result<(), EncodeFail> {
         let t = &self.types;
         if ty == t.bytes {
-            self.bytes(obj)
-        } else if ty == t.set {
+            return self.bytes(obj);
+        } else if ty == t.bytearray {
+            return self.bytearray(obj);
+        } else if ty == t.complex {
+            self.complex(obj);
+            return Ok(());
+        }
+        // Everything below may allocate tracked objects or run class code.
+        self.pin_memo();
+        let t = &self.types;
+        if ty == t.set {
             self.set(obj, false)
         } else if ty == t.frozenset {
             self.set(obj, true)
-        } else if ty == t.bytearray {
-            self.bytearray(obj)
-        } else if ty == t.complex {
-            self.complex(obj);
-            Ok(())
         } else if let Some(done) = self.known_value(obj, ty) {
             done
         } else if let Some(done) = self.numpy_value(obj, ty) {
@@ -196,11 +281,7 @@ impl PyEncoder<'_> {
                 true
             }
             None => {
-                // Class code may drop objects during the encode; a memoized one must stay
-                // alive so its address cannot be reused by a new object taken for it.
-                // SAFETY: obj is live for this call (held by its container or the caller).
-                self.temporaries
-                    .push(unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) });
+                self.memoized.push(obj);
                 false
             }
         }
@@ -226,9 +307,29 @@ impl PyEncoder<'_> {
     }
 
     /// Writes a container's child on a stack with room to spare (see the decoder's `nested`).
-    #[inline]
+    ///
+    /// The commonest leaves (int, str, float) are written right here, inlined into the
+    /// container's loop: they cannot recurse, and going through [`PyEncoder::value`] would
+    /// cost a call with a large frame for each of them.
+    #[inline(always)]
     fn nested_value(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.value(obj))
+        // SAFETY: obj is a live object (held by its container) and the GIL is held.
+        let ty = unsafe { ffi::Py_TYPE(obj) };
+        if ty == self.types.int {
+            return self.int(obj);
+        }
+        if ty == self.types.str {
+            return self.str(obj);
+        }
+        if ty == self.types.float {
+            self.float(obj);
+            return Ok(());
+        }
+        if amber_format::stack::here() > self.stack_limit {
+            self.value(obj)
+        } else {
+            amber_format::stack::grow(self, |e| &mut e.stack_limit, |e| e.value(obj))
+        }
     }
 
     #[inline]

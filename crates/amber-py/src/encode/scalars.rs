@@ -12,6 +12,20 @@ use super::{EncodeFail, PyEncoder};
 impl PyEncoder<'_> {
     #[inline]
     pub(super) fn int(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        // SAFETY: obj is an exact int.
+        if let Some(v) = unsafe { crate::pylong::small_value(obj) } {
+            // CPython shares -5..=256 itself; tracking them would only add lookups.
+            if !(-16..=256).contains(&v) && self.write_ref_if_seen(obj) {
+                return Ok(());
+            }
+            self.writer.int(v);
+            return Ok(());
+        }
+        self.int_slow(obj)
+    }
+
+    #[inline(never)]
+    fn int_slow(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         let mut overflow: c_int = 0;
         // SAFETY: obj is an exact int; this call cannot fail for one (overflow is reported).
         let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
@@ -33,6 +47,7 @@ impl PyEncoder<'_> {
     /// Ints beyond 64 bits: `int.to_bytes` is linear in the size, as is the format.
     #[cold]
     fn bigint(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        self.pin_memo();
         let py = self.py;
         // SAFETY: obj is a live int borrowed from its container.
         let int = unsafe { Bound::from_borrowed_ptr(py, obj) };

@@ -1,0 +1,223 @@
+//! The output of an encode: a `bytes` object written in place, grown by reallocation and
+//! shrunk to fit at the end. Writing into a `Vec` and copying it into a `bytes` object at the
+//! end would touch every byte twice, which halves the speed of large arrays.
+
+use std::os::raw::c_int;
+
+use amber_format::Sink;
+use pyo3::exceptions::PyMemoryError;
+use pyo3::PyErr;
+use pyo3_ffi as ffi;
+
+use crate::object::PyObj;
+
+extern "C" {
+    // Part of CPython's C API for as long as bytes objects existed (pyo3-ffi keeps its binding
+    // private); it needs the only reference to the object.
+    fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, newsize: ffi::Py_ssize_t) -> c_int;
+}
+
+/// First allocation: payloads this small fit one pymalloc block with the object header.
+const INITIAL_CAPACITY: usize = 512 - 48;
+
+/// A `bytes` object under construction, owned only by this sink until [`BytesSink::finish`].
+///
+/// A failed reallocation does not abort: the sink drops its object, ignores every later
+/// write and reports `MemoryError` from `finish`, so the encoder never needs to check.
+pub struct BytesSink {
+    /// The bytes object (refcount 1, ours), or NULL after a failed allocation.
+    obj: *mut ffi::PyObject,
+    /// Its first data byte.
+    data: *mut u8,
+    len: usize,
+    /// Usable bytes in the object (its `ob_size` while it is being written).
+    cap: usize,
+}
+
+impl BytesSink {
+    /// An empty sink, or `MemoryError`.
+    pub fn new() -> Result<Self, PyErr> {
+        // SAFETY: a NULL source asks CPython for an uninitialised object of that size.
+        let obj =
+            unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), INITIAL_CAPACITY as _) };
+        if obj.is_null() {
+            // SAFETY: the GIL is held; the allocation failure set an exception.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(PyMemoryError::new_err("cannot allocate the output buffer"));
+        }
+        Ok(BytesSink {
+            obj,
+            // SAFETY: obj is a live bytes object.
+            data: unsafe { ffi::PyBytes_AS_STRING(obj).cast::<u8>().cast_mut() },
+            len: 0,
+            cap: INITIAL_CAPACITY,
+        })
+    }
+
+    /// The finished `bytes` object, exactly as long as what was written.
+    pub fn finish(mut self) -> Result<PyObj, PyErr> {
+        if self.obj.is_null() {
+            return Err(out_of_memory(self.len));
+        }
+        if self.len != self.cap {
+            // SAFETY: we hold the only reference to obj; on failure CPython frees it and
+            // sets obj to NULL.
+            if unsafe { _PyBytes_Resize(&mut self.obj, self.len as ffi::Py_ssize_t) } < 0 {
+                self.obj = std::ptr::null_mut();
+                // SAFETY: GIL held; drop the MemoryError CPython set, ours says more.
+                unsafe { ffi::PyErr_Clear() };
+                return Err(out_of_memory(self.len));
+            }
+        }
+        let obj = std::mem::replace(&mut self.obj, std::ptr::null_mut());
+        // SAFETY: obj is a new reference we own (non-NULL, checked above).
+        Ok(unsafe { PyObj::from_owned(obj).unwrap_unchecked() })
+    }
+
+    /// Room for `additional` more bytes; false once an allocation has failed.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, additional: usize) -> bool {
+        if self.obj.is_null() {
+            return false;
+        }
+        let needed = self.len.saturating_add(additional);
+        let new_cap = needed.max(self.cap.saturating_mul(2));
+        if new_cap > isize::MAX as usize - 64 {
+            self.fail();
+            return false;
+        }
+        // SAFETY: we hold the only reference to obj; on failure CPython frees it and sets
+        // obj to NULL.
+        if unsafe { _PyBytes_Resize(&mut self.obj, new_cap as ffi::Py_ssize_t) } < 0 {
+            self.obj = std::ptr::null_mut();
+            // SAFETY: GIL held; the failure is reported by `finish`.
+            unsafe { ffi::PyErr_Clear() };
+            self.fail();
+            return false;
+        }
+        // SAFETY: obj is the (possibly moved) live bytes object.
+        self.data = unsafe { ffi::PyBytes_AS_STRING(self.obj).cast::<u8>().cast_mut() };
+        self.cap = new_cap;
+        true
+    }
+
+    fn fail(&mut self) {
+        if !self.obj.is_null() {
+            // SAFETY: we own this reference.
+            unsafe { ffi::Py_DECREF(self.obj) };
+            self.obj = std::ptr::null_mut();
+        }
+        self.data = std::ptr::null_mut();
+        self.cap = 0;
+    }
+
+    /// Writes `value` as a varint at `at`; returns the offset after it.
+    ///
+    /// # Safety
+    /// There must be room for `MAX_VARINT_LEN` bytes at `at`.
+    #[inline(always)]
+    unsafe fn varint_at(&mut self, mut at: usize, mut value: u64) -> usize {
+        while value >= 0x80 {
+            // SAFETY: a varint has at most MAX_VARINT_LEN bytes, all inside the room.
+            unsafe { *self.data.add(at) = (value as u8) | 0x80 };
+            value >>= 7;
+            at += 1;
+        }
+        // SAFETY: as above.
+        unsafe { *self.data.add(at) = value as u8 };
+        at + 1
+    }
+
+    #[inline]
+    fn room(&mut self, additional: usize) -> bool {
+        self.cap - self.len >= additional || self.grow(additional)
+    }
+}
+
+#[cold]
+fn out_of_memory(len: usize) -> PyErr {
+    PyMemoryError::new_err(format!("cannot allocate the output ({len} bytes written)"))
+}
+
+impl Drop for BytesSink {
+    fn drop(&mut self) {
+        self.fail();
+    }
+}
+
+impl Sink for BytesSink {
+    #[inline]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        if self.room(1) {
+            // SAFETY: room() guarantees len < cap, inside the object's data.
+            unsafe { *self.data.add(self.len) = byte };
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        if self.room(bytes.len()) {
+            // SAFETY: room() guarantees len + bytes.len() <= cap; the source is a Rust slice
+            // that cannot overlap the object we own exclusively.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.data.add(self.len), bytes.len())
+            };
+            self.len += bytes.len();
+        }
+    }
+
+    #[inline]
+    fn put_varint(&mut self, value: u64) {
+        if self.room(amber_format::varint::MAX_VARINT_LEN) {
+            // SAFETY: room for a whole varint was just checked.
+            self.len = unsafe { self.varint_at(self.len, value) };
+        }
+    }
+
+    #[inline]
+    fn put_tag_varint(&mut self, tag: u8, value: u64) {
+        if self.room(1 + amber_format::varint::MAX_VARINT_LEN) {
+            // SAFETY: room for the tag and a whole varint was just checked.
+            unsafe {
+                *self.data.add(self.len) = tag;
+                self.len = self.varint_at(self.len + 1, value);
+            }
+        }
+    }
+
+    #[inline]
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    #[inline]
+    fn get_mut(&mut self, index: usize) -> Option<&mut u8> {
+        if index < self.len && !self.data.is_null() {
+            // SAFETY: index < len <= cap, inside the object's data, which this &mut self
+            // borrows exclusively.
+            Some(unsafe { &mut *self.data.add(index) })
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn reserve(&mut self, additional: usize) {
+        self.room(additional);
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        if self.data.is_null() {
+            return &[];
+        }
+        // SAFETY: the first len bytes of the object's data are written.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+}
