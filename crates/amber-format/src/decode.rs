@@ -127,6 +127,7 @@ pub fn decode<B: Builder>(
         shapes: Vec::new(),
         builder,
         stack_limit: crate::stack::limit(),
+        ref_cache: [0; 256],
     };
     let root = decoder.value()?;
     if decoder.pos != data.len() {
@@ -165,6 +166,8 @@ struct Decoder<'a, B: Builder> {
     builder: &'a mut B,
     /// See [`crate::stack`].
     stack_limit: usize,
+    /// Indexes into `tracked` of recently referenced targets, by a hash of the target.
+    ref_cache: [u32; 256],
 }
 
 fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
@@ -256,6 +259,24 @@ impl<'a, B: Builder> Decoder<'a, B> {
 
     #[inline]
     fn varint(&mut self) -> Result<u64, DecodeError> {
+        // One- and two-byte varints (counts, lengths, most offsets) without the general loop.
+        let start = self.pos;
+        match self.data.get(start..start + 2) {
+            Some(&[b0, _]) if b0 < 0x80 => {
+                self.pos = start + 1;
+                return Ok(u64::from(b0));
+            }
+            Some(&[b0, b1]) if b1 < 0x80 && b1 != 0 => {
+                self.pos = start + 2;
+                return Ok(u64::from(b0 & 0x7F) | (u64::from(b1) << 7));
+            }
+            _ => {}
+        }
+        self.varint_slow()
+    }
+
+    #[inline(never)]
+    fn varint_slow(&mut self) -> Result<u64, DecodeError> {
         let start = self.pos;
         let rest = self.data.get(start..).unwrap_or(&[]);
         match read_varint(rest) {
@@ -659,10 +680,25 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 "reference to body offset {target} does not point back (it is at {here})"
             )));
         }
-        let found = self
-            .tracked
-            .binary_search_by_key(&target, |slot| slot.offset as u64);
-        match found.ok().and_then(|i| self.tracked.get(i)) {
+        // Records repeat a few targets (their keys) over and over: a small cache of where
+        // recent targets sit in the table saves the binary search. An entry is only a hint,
+        // checked against the table, so a stale one costs nothing but the search.
+        let cache_slot = (target.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
+        let hint = self.ref_cache[cache_slot] as usize;
+        let found = match self.tracked.get(hint) {
+            Some(slot) if slot.offset as u64 == target => Some(hint),
+            _ => {
+                let found = self
+                    .tracked
+                    .binary_search_by_key(&target, |slot| slot.offset as u64)
+                    .ok();
+                if let Some(i) = found {
+                    self.ref_cache[cache_slot] = i as u32;
+                }
+                found
+            }
+        };
+        match found.and_then(|i| self.tracked.get(i)) {
             Some(TrackedSlot { obj: Some(obj), .. }) => Ok(obj.clone()),
             Some(TrackedSlot { obj: None, .. }) => Err(DecodeError::new(
                 ErrorKind::IncompleteReference,

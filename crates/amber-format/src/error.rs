@@ -146,8 +146,15 @@ impl ErrorKind {
 }
 
 /// A decode failure: what, where (absolute offset in the input) and a human detail.
+///
+/// The fields live behind a box (see [`DecodeErrorFields`]), so that the decoder's many
+/// `Result<_, DecodeError>` returns stay small enough for registers on the happy path.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError {
+pub struct DecodeError(Box<DecodeErrorFields>);
+
+/// The parts of a [`DecodeError`], reached through `Deref` (`err.kind`, `err.offset`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeErrorFields {
     /// What was wrong.
     pub kind: ErrorKind,
     /// Absolute byte offset in the input given to the decoder.
@@ -158,12 +165,31 @@ pub struct DecodeError {
 
 impl DecodeError {
     /// An error of `kind` at `offset` with a human `detail`.
+    #[cold]
     pub fn new(kind: ErrorKind, offset: usize, detail: impl Into<String>) -> Self {
-        DecodeError {
+        DecodeError(Box::new(DecodeErrorFields {
             kind,
             offset,
             detail: detail.into(),
-        }
+        }))
+    }
+
+    /// The fields, unboxed.
+    pub fn into_fields(self) -> DecodeErrorFields {
+        *self.0
+    }
+}
+
+impl std::ops::Deref for DecodeError {
+    type Target = DecodeErrorFields;
+    fn deref(&self) -> &DecodeErrorFields {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for DecodeError {
+    fn deref_mut(&mut self) -> &mut DecodeErrorFields {
+        &mut self.0
     }
 }
 

@@ -9,7 +9,7 @@ mod object;
 mod pylong;
 
 use amber_format::limits::{DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH};
-use amber_format::{DecodeError as FormatError, Limits};
+use amber_format::Limits;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -108,14 +108,12 @@ fn encode_error(py: Python<'_>, fail: EncodeFail) -> PyErr {
 fn decode_error(py: Python<'_>, failure: DecodeFailure) -> PyErr {
     match failure {
         DecodeFailure::Python(err) => err,
-        DecodeFailure::Format(
-            FormatError {
+        DecodeFailure::Format(error, refused) => {
+            let amber_format::error::DecodeErrorFields {
                 kind,
                 offset,
                 detail,
-            },
-            refused,
-        ) => {
+            } = error.into_fields();
             let message = format!("{detail} (at byte {offset}, {})", kind.name());
             let err = if kind.is_limit() {
                 DecodeLimitError::new_err(message)
@@ -199,6 +197,24 @@ fn class_options(
             )))
         }
     };
+    let absent = |v: Option<&Bound<'_, PyAny>>| v.is_none_or(|v| v.is_none());
+    if absent(types) && absent(custom) {
+        // The common call: no classes allowed. Skip building the registry in Python.
+        static EMPTY: pyo3::sync::PyOnceLock<(Py<PyAny>, Py<PyAny>)> =
+            pyo3::sync::PyOnceLock::new();
+        let (allowed, decoders) = EMPTY.get_or_init(py, || {
+            (
+                pyo3::types::PyDict::new(py).into_any().unbind(),
+                pyo3::types::PyDict::new(py).into_any().unbind(),
+            )
+        });
+        return Ok(decode::ClassOptions {
+            allowed: allowed.clone_ref(py),
+            decoders: decoders.clone_ref(py),
+            unknown_error,
+            placeholders,
+        });
+    }
     let none = py.None();
     let registry = helpers::call(
         py,

@@ -68,12 +68,32 @@ impl PyBuilder<'_, '_> {
         self.own(ptr)
     }
 
+    /// A str from bytes the payload says are UTF-8. ASCII, the common case, is copied into a
+    /// new compact str without a second validation pass; anything else goes to CPython's
+    /// decoder, which validates it.
     #[inline]
     pub(super) fn make_str(
         &mut self,
         utf8: &[u8],
         errors: &std::ffi::CStr,
     ) -> Result<PyObj, BuildError> {
+        if utf8.is_ascii() {
+            // SAFETY: a new str of utf8.len() code points, all below 128: CPython allocates a
+            // compact ASCII object whose data has room for exactly that many bytes (plus the
+            // NUL it writes itself).
+            unsafe {
+                let ptr = ffi::PyUnicode_New(utf8.len() as ffi::Py_ssize_t, 127);
+                if ptr.is_null() {
+                    return Err(self.host_failure());
+                }
+                std::ptr::copy_nonoverlapping(
+                    utf8.as_ptr(),
+                    ffi::PyUnicode_DATA(ptr).cast::<u8>(),
+                    utf8.len(),
+                );
+                return self.own(ptr);
+            }
+        }
         // SAFETY: utf8 is a valid slice; CPython validates the bytes and copies them.
         let ptr = unsafe {
             ffi::PyUnicode_DecodeUTF8(
