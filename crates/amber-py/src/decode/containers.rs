@@ -82,14 +82,17 @@ impl Builder for PyBuilder<'_, '_> {
 
     #[inline]
     fn dict_insert(&mut self, dict: &PyObj, key: PyObj, value: PyObj) -> Result<(), BuildError> {
-        // SAFETY: dict is a dict we created; key was checked hashable (or is a str).
-        let before = unsafe { ffi::PyDict_Size(dict.as_ptr()) };
-        // SAFETY: as above; SetItem takes its own references.
+        let dict_ptr = dict.as_ptr().cast::<ffi::PyDictObject>();
+        // SAFETY: dict is an exact dict we created; ma_used is its item count (read directly:
+        // this runs for every item).
+        let before = unsafe { (*dict_ptr).ma_used };
+        // SAFETY: as above; key was checked hashable (or is a str); SetItem takes its own
+        // references.
         if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), value.as_ptr()) } < 0 {
             return Err(self.host_failure());
         }
         // SAFETY: as above.
-        if unsafe { ffi::PyDict_Size(dict.as_ptr()) } == before {
+        if unsafe { (*dict_ptr).ma_used } == before {
             return Err(BuildError::Duplicate);
         }
         Ok(())

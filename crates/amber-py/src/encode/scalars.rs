@@ -93,6 +93,19 @@ impl PyEncoder<'_> {
         if !empty && self.write_ref_if_seen(obj) {
             return Ok(());
         }
+        // SAFETY: obj is an exact str, whose state bits say how its text is stored.
+        if unsafe { ffi::PyUnicode_IS_COMPACT_ASCII(obj) } != 0 {
+            // SAFETY: a compact ASCII str stores its length-many bytes inline, and ASCII is
+            // UTF-8; obj outlives this call.
+            let ascii = unsafe {
+                std::slice::from_raw_parts(
+                    ffi::PyUnicode_DATA(obj).cast::<u8>(),
+                    ffi::PyUnicode_GET_LENGTH(obj) as usize,
+                )
+            };
+            self.writer.str(ascii);
+            return Ok(());
+        }
         let mut size: ffi::Py_ssize_t = 0;
         // SAFETY: obj is a str; on success the pointer stays valid while obj lives (CPython
         // keeps the UTF-8 form inside the object).
