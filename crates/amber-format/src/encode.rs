@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 
 use crate::ext::ExtCode;
 use crate::header::{HEADER_LEN, PLAIN_HEADER};
+use crate::identity::{Entry, IdentityMap};
 use crate::object::ShapeDef;
 use crate::tag::{self, Tag, TRACKED};
 use crate::varint::zigzag;
@@ -375,14 +376,6 @@ fn minimal_twos_complement(mut digits: &[u8]) -> &[u8] {
     digits
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Entry {
-    /// Fully written at this body offset: later meetings become a `REF` to it.
-    Written(usize),
-    /// An immutable container being written; `level` counts nested re-entries of it.
-    Building { level: u32 },
-}
-
 /// What to do when meeting an immutable container (tuple, frozenset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ImmutableStart {
@@ -421,7 +414,7 @@ pub struct ImmutableToken {
 /// deeper than it assumed asks for one more ([`RefTracker::needs_rerun`]).
 #[derive(Debug, Default)]
 pub struct RefTracker {
-    memo: FxHashMap<usize, Entry>,
+    memo: IdentityMap,
     /// For a cyclic immutable: its writes at nesting levels below this value are superseded.
     superseded_below: FxHashMap<usize, u32>,
     /// How many writes of cyclic immutables are open.
@@ -446,6 +439,11 @@ impl RefTracker {
         }
     }
 
+    /// Slots the identity memo has allocated; kept across [`RefTracker::reset`].
+    pub fn memo_capacity(&self) -> usize {
+        self.memo.capacity()
+    }
+
     /// Whether this pass met a cycle through an immutable it did not expect: the output is
     /// not valid and the caller must encode again (after `reset(true)`).
     pub fn needs_rerun(&self) -> bool {
@@ -463,15 +461,9 @@ impl RefTracker {
     /// earlier occurrence, or `None` after recording this one.
     #[inline]
     pub fn seen_or_record(&mut self, id: usize, pos: usize) -> Option<usize> {
-        match self.memo.entry(id) {
-            std::collections::hash_map::Entry::Occupied(e) => match *e.get() {
-                Entry::Written(offset) => Some(offset),
-                Entry::Building { .. } => None,
-            },
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(Entry::Written(pos));
-                None
-            }
+        match self.memo.get_or_insert(id, Entry::Written(pos)) {
+            Some(Entry::Written(offset)) => Some(offset),
+            Some(Entry::Building { .. }) | None => None,
         }
     }
 
@@ -482,8 +474,8 @@ impl RefTracker {
         id: usize,
         writer: &mut Writer<S>,
     ) -> ImmutableStart {
-        let level = match self.memo.get(&id) {
-            Some(Entry::Written(offset)) => return ImmutableStart::Ref(*offset),
+        let level = match self.memo.get(id) {
+            Some(Entry::Written(offset)) => return ImmutableStart::Ref(offset),
             Some(Entry::Building { level }) => level + 1,
             None => 0,
         };
@@ -518,14 +510,13 @@ impl RefTracker {
         writer: &mut Writer<S>,
     ) {
         self.inside_cyclic -= u32::from(token.cyclic);
-        match self.memo.get(&id) {
-            Some(Entry::Building { level }) if *level == token.level => {
+        match self.memo.get(id) {
+            Some(Entry::Building { level }) if level == token.level => {
                 self.memo.insert(id, Entry::Written(token.start));
             }
             Some(Entry::Written(real)) => {
                 // A nested write of this same object finished first and is the real one.
                 if token.superseded {
-                    let real = *real;
                     writer.reference(real);
                 } else {
                     let below = self.superseded_below.entry(id).or_insert(0);

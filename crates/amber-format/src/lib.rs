@@ -11,6 +11,7 @@ pub mod encode;
 pub mod error;
 pub mod ext;
 pub mod header;
+mod identity;
 pub mod limits;
 pub mod model;
 pub mod object;

@@ -197,7 +197,7 @@ fn class_options(
             )))
         }
     };
-    let absent = |v: Option<&Bound<'_, PyAny>>| v.is_none_or(|v| v.is_none());
+    let absent = |v: Option<&Bound<'_, PyAny>>| v.map_or(true, |v| v.is_none());
     if absent(types) && absent(custom) {
         // The common call: no classes allowed. Skip building the registry in Python.
         static EMPTY: pyo3::sync::PyOnceLock<(Py<PyAny>, Py<PyAny>)> =

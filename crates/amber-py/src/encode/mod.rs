@@ -70,12 +70,12 @@ struct Scratch {
     memoized: Vec<*mut ffi::PyObject>,
 }
 
-/// A memo grown past this many entries is dropped rather than kept: clearing it would cost
-/// every later small encode a pass over its table.
+/// A memo grown past this many entries is dropped rather than kept, so one huge payload does
+/// not pin its table's memory for the life of the thread.
 const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
 
 thread_local! {
-    static SCRATCH: Cell<Option<Box<Scratch>>> = const { Cell::new(None) };
+    static SCRATCH: Cell<Option<Scratch>> = const { Cell::new(None) };
 }
 
 /// Encodes `obj` into a complete payload, a `bytes` object.
@@ -86,8 +86,7 @@ pub fn encode(
     custom: Option<PyObj>,
 ) -> Result<PyObj, EncodeFail> {
     // A nested encode (a custom encoder calling dumps) finds the slot empty and allocates.
-    let scratch = SCRATCH.with(Cell::take).unwrap_or_default();
-    let Scratch { tracker, memoized } = *scratch;
+    let Scratch { tracker, memoized } = SCRATCH.with(Cell::take).unwrap_or_default();
     let sink = BytesSink::new().map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
     let mut encoder = PyEncoder {
         py,
@@ -147,14 +146,15 @@ impl PyEncoder<'_> {
         self.unpin_memo();
         let mut tracker = self.tracker.take().unwrap_or_default();
         let mut memoized = std::mem::take(&mut self.memoized);
-        if memoized.capacity() > SCRATCH_MEMO_LIMIT {
+        if memoized.capacity() > SCRATCH_MEMO_LIMIT || tracker.memo_capacity() > SCRATCH_MEMO_LIMIT
+        {
             tracker = RefTracker::default();
             memoized = Vec::new();
         } else {
             tracker.reset(false);
             memoized.clear();
         }
-        SCRATCH.with(|slot| slot.set(Some(Box::new(Scratch { tracker, memoized }))));
+        SCRATCH.with(|slot| slot.set(Some(Scratch { tracker, memoized })));
     }
 
     /// Takes a reference to every memoized object not yet held. Called before anything that
