@@ -42,6 +42,8 @@ ERROR_KINDS = frozenset(
         "missing_field",
         "unknown_field",
         "bad_state",
+        "missing_buffer",
+        "buffer_mismatch",
     }
 )
 LIMIT_KINDS = frozenset({"depth_limit", "alloc_limit", "hash_limit"})

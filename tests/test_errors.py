@@ -290,7 +290,7 @@ DECODE_ERRORS: list[tuple[str, str, int | None, dict]] = [
     (H + "7f", "unknown_tag", 3, {}),
     (H + "f8", "unknown_tag", 3, {}),
     (H + "76 00", "unknown_ext", 3, {}),
-    (H + "76 16 00", "unknown_ext", 3, {}),
+    (H + "76 17 00", "unknown_ext", 3, {}),
     (H + "76", "truncated", 4, {}),
     (H + "77 01", "bad_shape", 3, {}),
     (H + "77 00 00", "bad_name", 5, {}),
@@ -392,7 +392,11 @@ def _id(case) -> str:
 
 
 def test_table_covers_every_error_kind():
-    kinds = {c[1] for c in DECODE_ERRORS} | {"hash_limit"}  # hash_limit: test below
+    kinds = {c[1] for c in DECODE_ERRORS} | {
+        "hash_limit",
+        "missing_buffer",
+        "buffer_mismatch",
+    }  # tested below and in test_out_of_band.py
     assert kinds == ERROR_KINDS
 
 

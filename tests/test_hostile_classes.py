@@ -971,7 +971,7 @@ def test_invalid_ext_offset_inside_a_container():
     assert (info.value.kind, info.value.offset) == ("invalid_ext", 5)
 
 
-@pytest.mark.parametrize("code", [b"\x00", b"\x16", b"\x7f", b"\x80\x01", b"\xff\xff\x03"])
+@pytest.mark.parametrize("code", [b"\x00", b"\x17", b"\x7f", b"\x80\x01", b"\xff\xff\x03"])
 def test_unknown_ext_code(code):
     data = HEADER + b"\x76" + code + b"\x00"
     with pytest.raises(amber.DecodeError) as info:

@@ -1,4 +1,4 @@
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal, final
 
 from typing_extensions import Buffer, Self
@@ -9,6 +9,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
+    "OOB_THRESHOLD",
     "ClassNotAllowedError",
     "DecodeError",
     "DecodeLimitError",
@@ -22,9 +23,11 @@ __all__ = [
 FORMAT_VERSION: Final[int]
 MAX_DEPTH_LIMIT: Final[int]
 DEFAULT_MAX_DEPTH: Final[int]
+OOB_THRESHOLD: Final[int]
 
 _Types = Iterable[type | tuple[str, type]] | Mapping[str, type] | None
 _Custom = Iterable[CustomType[Any]] | None
+_BufferCallback = Callable[[memoryview], object] | None
 
 class EncodeError(TypeError):
     path: str
@@ -40,7 +43,12 @@ class ClassNotAllowedError(DecodeError):
     qualname: str
 
 def dumps(
-    obj: Any, *, refs: bool = True, max_depth: int = 1000, custom: _Custom = None
+    obj: Any,
+    *,
+    refs: bool = True,
+    max_depth: int = 1000,
+    custom: _Custom = None,
+    buffer_callback: _BufferCallback = None,
 ) -> bytes: ...
 def loads(
     data: Buffer,
@@ -51,17 +59,25 @@ def loads(
     custom: _Custom = None,
     unknown_fields: Literal["ignore", "error"] = "ignore",
     placeholders: bool = False,
+    buffers: Iterable[Buffer] | None = None,
 ) -> Any: ...
 
 @final
 class Encoder:
     def __new__(
-        cls, *, refs: bool = True, max_depth: int = 1000, custom: _Custom = None
+        cls,
+        *,
+        refs: bool = True,
+        max_depth: int = 1000,
+        custom: _Custom = None,
+        buffer_callback: _BufferCallback = None,
     ) -> Self: ...
     @property
     def refs(self) -> bool: ...
     @property
     def max_depth(self) -> int: ...
+    @property
+    def buffer_callback(self) -> Callable[[memoryview], object] | None: ...
     def encode(self, obj: Any) -> bytes: ...
 
 @final
@@ -80,4 +96,4 @@ class Decoder:
     def max_depth(self) -> int: ...
     @property
     def max_alloc(self) -> int | None: ...
-    def decode(self, data: Buffer) -> Any: ...
+    def decode(self, data: Buffer, *, buffers: Iterable[Buffer] | None = None) -> Any: ...

@@ -65,11 +65,17 @@ pub enum ErrorKind {
     /// The class refused the decoded state (no enum member with that value, a failing
     /// `__setstate__` or custom decode function).
     BadState,
+    /// An OUT_OF_BAND value refers to a buffer the caller did not pass (no buffers at all, or
+    /// an index past the last one).
+    MissingBuffer,
+    /// The buffer an OUT_OF_BAND value refers to does not fit it: a length other than the one
+    /// the payload declares, or not one contiguous block of bytes.
+    BufferMismatch,
 }
 
 impl ErrorKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [ErrorKind; 29] = [
+    pub const ALL: [ErrorKind; 31] = [
         ErrorKind::BadMagic,
         ErrorKind::UnsupportedVersion,
         ErrorKind::UnsupportedFeature,
@@ -99,6 +105,8 @@ impl ErrorKind {
         ErrorKind::MissingField,
         ErrorKind::UnknownField,
         ErrorKind::BadState,
+        ErrorKind::MissingBuffer,
+        ErrorKind::BufferMismatch,
     ];
 
     /// The snake_case name used by the spec, the vectors and Python.
@@ -133,6 +141,8 @@ impl ErrorKind {
             ErrorKind::MissingField => "missing_field",
             ErrorKind::UnknownField => "unknown_field",
             ErrorKind::BadState => "bad_state",
+            ErrorKind::MissingBuffer => "missing_buffer",
+            ErrorKind::BufferMismatch => "buffer_mismatch",
         }
     }
 

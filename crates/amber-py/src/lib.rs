@@ -139,20 +139,92 @@ fn dumps_impl(
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
     custom: Option<&Py<PyAny>>,
+    buffer_callback: Option<&Py<PyAny>>,
 ) -> PyResult<Py<PyBytes>> {
     let custom = custom.map(|c| {
         // SAFETY: c is a live dict held by the caller for the whole encode.
         unsafe { object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(c.as_ptr())) }
     });
-    match encode::encode(py, obj.as_ptr(), options, custom) {
-        // SAFETY: encode returns a bytes object.
-        Ok(bytes) => Ok(unsafe {
-            Bound::from_owned_ptr(py, bytes.into_ptr())
-                .cast_into_unchecked::<PyBytes>()
-                .unbind()
-        }),
-        Err(fail) => Err(encode_error(py, fail)),
+    let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());
+    // Kept for a second walk should the callback fail (see `buffer_callback_error`).
+    let retry_custom = buffer_callback.and_then(|_| custom.clone());
+    let bytes = encode::encode(py, obj.as_ptr(), options, custom, oob.as_mut())
+        .map_err(|fail| encode_error(py, fail))?;
+    // SAFETY: encode returns a bytes object.
+    let bytes = unsafe {
+        Bound::from_owned_ptr(py, bytes.into_ptr())
+            .cast_into_unchecked::<PyBytes>()
+            .unbind()
+    };
+    if let (Some(callback), Some(oob)) = (buffer_callback, oob) {
+        // The payload is complete: hand over its buffers, in index order.
+        let buffers = oob.into_buffers();
+        let count = buffers.len();
+        for (index, (view, source)) in buffers.into_iter().enumerate() {
+            // SAFETY: view is a live memoryview we own; the Bound takes its own reference.
+            let view = unsafe { Bound::from_borrowed_ptr(py, view.as_ptr()) };
+            if let Err(err) = callback.bind(py).call1((view,)) {
+                let at = OutOfBandFailure {
+                    index,
+                    count,
+                    source,
+                };
+                return Err(buffer_callback_error(
+                    py,
+                    obj,
+                    options,
+                    retry_custom,
+                    at,
+                    err,
+                ));
+            }
+        }
     }
+    Ok(bytes)
+}
+
+/// Which buffer a `buffer_callback` refused.
+struct OutOfBandFailure {
+    index: usize,
+    count: usize,
+    /// The object of the graph the buffer was taken from.
+    source: object::PyObj,
+}
+
+/// The error for a `buffer_callback` that raised `err`. To say where the buffer's object
+/// sits, the graph is walked again up to that object (a second walk, but only on this error
+/// path); the `EncodeError` then carries its path, and `err` as its cause.
+#[cold]
+fn buffer_callback_error(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    options: encode::Options,
+    custom: Option<object::PyObj>,
+    at: OutOfBandFailure,
+    err: PyErr,
+) -> PyErr {
+    let mut finder = encode::OutOfBand::find(&at.source);
+    let walked = encode::encode(py, obj.as_ptr(), options, custom, Some(&mut finder));
+    let path = match walked {
+        Err(fail) if finder.found() => fail.path(),
+        // Class code gave the second walk another graph: the place is unknown.
+        _ => String::from("root"),
+    };
+    let kind = err
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    let message = format!(
+        "buffer_callback raised {kind}: {} for out-of-band buffer {} of {} at {path}",
+        err.value(py),
+        at.index,
+        at.count
+    );
+    let error = EncodeError::new_err(message);
+    let _ = error.value(py).setattr("path", path);
+    error.set_cause(py, Some(err));
+    error
 }
 
 /// Releases a buffer view when dropped.
@@ -233,12 +305,61 @@ fn class_options(
     })
 }
 
+/// `buffer_callback=`: None, or a callable (TypeError otherwise).
+fn check_callback(callback: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyAny>>> {
+    match callback.filter(|c| !c.is_none()) {
+        None => Ok(None),
+        Some(c) if c.is_callable() => Ok(Some(c.clone().unbind())),
+        Some(c) => Err(PyTypeError::new_err(format!(
+            "buffer_callback must be callable, not {}",
+            c.get_type().name()?
+        ))),
+    }
+}
+
+/// `buffers=`: None, or an iterable of objects with the buffer protocol, taken as a list
+/// (TypeError otherwise).
+fn check_buffers(buffers: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<object::PyObj>>> {
+    let Some(buffers) = buffers.filter(|b| !b.is_none()) else {
+        return Ok(None);
+    };
+    let items = buffers.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "buffers must be an iterable of objects with the buffer protocol, not {}",
+            buffers
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let mut out = Vec::new();
+    for (i, item) in items.enumerate() {
+        let item = item?;
+        // SAFETY: a check on a live object; it cannot fail.
+        if unsafe { ffi::PyObject_CheckBuffer(item.as_ptr()) } == 0 {
+            return Err(PyTypeError::new_err(format!(
+                "buffers[{i}] is a {}, which does not support the buffer protocol",
+                item.get_type().name()?
+            )));
+        }
+        // SAFETY: item is a live object; we take our own reference.
+        out.push(unsafe {
+            object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(item.as_ptr()))
+        });
+    }
+    Ok(Some(out))
+}
+
 fn loads_impl(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     limits: &Limits,
     classes: &decode::ClassOptions,
+    buffers: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    let buffers = check_buffers(buffers)?;
+    let buffers = buffers.as_deref();
     let ptr = data.as_ptr();
     // SAFETY: type check on a live object.
     if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
@@ -250,7 +371,8 @@ fn loads_impl(
                 ffi::Py_SIZE(ptr) as usize,
             )
         };
-        return decode::decode_bytes(py, slice, limits, classes).map_err(|f| decode_error(py, f));
+        return decode::decode_bytes(py, slice, limits, classes, buffers)
+            .map_err(|f| decode_error(py, f));
     }
     // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
     let mut view = BufferView(unsafe { std::mem::zeroed() });
@@ -275,20 +397,24 @@ fn loads_impl(
         // the exporter cannot resize while exported, and no Python code runs meanwhile.
         unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
     };
-    let result = decode::decode_bytes(py, slice, limits, classes).map_err(|f| decode_error(py, f));
+    let result =
+        decode::decode_bytes(py, slice, limits, classes, buffers).map_err(|f| decode_error(py, f));
     drop(view);
     result
 }
 
-/// dumps(obj, *, refs=True, max_depth=1000, custom=None) -> bytes
+/// dumps(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None) -> bytes
 ///
 /// Encodes `obj` as an amber payload. Class instances are written by module and qualified
 /// name; `custom` is an iterable of `amber.CustomType` for classes written by the caller's
-/// own functions.
+/// own functions. With `buffer_callback`, the data of every bytes, bytearray, array.array
+/// and numpy array of at least `OOB_THRESHOLD` bytes stays out of the payload: the callback
+/// gets a read-only memoryview of it, once the payload is complete, and `loads` needs those
+/// buffers back as `buffers=`.
 #[pyfunction]
 #[pyo3(
-    signature = (obj, *, refs = true, max_depth = None, custom = None),
-    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None)"
+    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None),
+    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None)"
 )]
 fn dumps(
     py: Python<'_>,
@@ -296,25 +422,28 @@ fn dumps(
     refs: bool,
     max_depth: Option<&Bound<'_, PyAny>>,
     custom: Option<&Bound<'_, PyAny>>,
+    buffer_callback: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBytes>> {
     let options = encode::Options {
         refs,
         max_depth: check_depth(max_depth)?,
     };
+    let callback = check_callback(buffer_callback)?;
     let custom = custom_encoders(py, custom)?;
-    dumps_impl(py, obj, options, custom.as_ref())
+    dumps_impl(py, obj, options, custom.as_ref(), callback.as_ref())
 }
 
 /// loads(data, *, max_depth=1000, max_alloc=None, types=None, custom=None,
-///       unknown_fields="ignore", placeholders=False) -> object
+///       unknown_fields="ignore", placeholders=False, buffers=None) -> object
 ///
 /// Decodes an amber payload from bytes or any C-contiguous buffer. A class instance is
 /// built only if its exact class is in `types` (or `custom`); otherwise
-/// `ClassNotAllowedError`, or an `amber.Placeholder` with `placeholders=True`.
+/// `ClassNotAllowedError`, or an `amber.Placeholder` with `placeholders=True`. `buffers`
+/// are the out-of-band buffers a `buffer_callback` received, in order.
 #[pyfunction]
 #[pyo3(
-    signature = (data, *, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false),
-    text_signature = "(data, *, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False)"
+    signature = (data, *, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, buffers = None),
+    text_signature = "(data, *, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, buffers=None)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn loads(
@@ -326,13 +455,14 @@ fn loads(
     custom: Option<&Bound<'_, PyAny>>,
     unknown_fields: &str,
     placeholders: bool,
+    buffers: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let limits = Limits {
         max_depth: check_depth(max_depth)?,
         max_alloc: check_alloc(max_alloc)?,
     };
     let classes = class_options(py, types, custom, unknown_fields, placeholders)?;
-    loads_impl(py, data, &limits, &classes)
+    loads_impl(py, data, &limits, &classes, buffers)
 }
 
 /// A reusable encoder holding options; each call is independent of the last.
@@ -340,33 +470,47 @@ fn loads(
 struct Encoder {
     options: encode::Options,
     custom: Option<Py<PyAny>>,
+    buffer_callback: Option<Py<PyAny>>,
 }
 
 #[pymethods]
 impl Encoder {
     #[new]
     #[pyo3(
-        signature = (*, refs = true, max_depth = None, custom = None),
-        text_signature = "(*, refs=True, max_depth=1000, custom=None)"
+        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None),
+        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None)"
     )]
     fn new(
         py: Python<'_>,
         refs: bool,
         max_depth: Option<&Bound<'_, PyAny>>,
         custom: Option<&Bound<'_, PyAny>>,
+        buffer_callback: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         Ok(Encoder {
             options: encode::Options {
                 refs,
                 max_depth: check_depth(max_depth)?,
             },
+            buffer_callback: check_callback(buffer_callback)?,
             custom: custom_encoders(py, custom)?,
         })
     }
 
     /// Encodes `obj` as an amber payload.
     fn encode(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
-        dumps_impl(py, obj, self.options, self.custom.as_ref())
+        dumps_impl(
+            py,
+            obj,
+            self.options,
+            self.custom.as_ref(),
+            self.buffer_callback.as_ref(),
+        )
+    }
+
+    #[getter]
+    fn buffer_callback(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.buffer_callback.as_ref().map(|c| c.clone_ref(py))
     }
 
     #[getter]
@@ -420,9 +564,16 @@ impl Decoder {
         })
     }
 
-    /// Decodes an amber payload from bytes or any C-contiguous buffer.
-    fn decode(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        loads_impl(py, data, &self.limits, &self.classes)
+    /// Decodes an amber payload from bytes or any C-contiguous buffer; `buffers` are its
+    /// out-of-band buffers, if it has any.
+    #[pyo3(signature = (data, *, buffers = None), text_signature = "($self, data, *, buffers=None)")]
+    fn decode(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        buffers: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        loads_impl(py, data, &self.limits, &self.classes, buffers)
     }
 
     #[getter]
@@ -470,5 +621,6 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FORMAT_VERSION", amber_format::header::VERSION)?;
     m.add("MAX_DEPTH_LIMIT", HARD_MAX_DEPTH)?;
     m.add("DEFAULT_MAX_DEPTH", DEFAULT_MAX_DEPTH)?;
+    m.add("OOB_THRESHOLD", amber_format::ext::OUT_OF_BAND_THRESHOLD)?;
     Ok(())
 }

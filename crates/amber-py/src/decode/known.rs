@@ -347,6 +347,7 @@ impl PyBuilder<'_, '_> {
             ExtCode::IpAddress => self.ip(&mut r, 0),
             ExtCode::IpNetwork => self.ip(&mut r, 1),
             ExtCode::IpInterface => self.ip(&mut r, 2),
+            ExtCode::OutOfBand => self.out_of_band(blob),
             _ => Err(invalid(format!("{} is not a blob code", code.spec_name()))),
         }
     }
@@ -701,22 +702,7 @@ impl PyBuilder<'_, '_> {
                 typecode as char
             )));
         }
-        let array_type = self.lib(&ARRAY, c"array", c"array")?;
-        let code = self.text(&[typecode], "ARRAY typecode", c"strict")?;
-        let array = self.call(array_type, &[code.as_ptr()], "ARRAY")?;
-        // SAFETY: array is a live array.array; NULL means an exception.
-        let size = unsafe { ffi::PyObject_GetAttrString(array.as_ptr(), c"itemsize".as_ptr()) };
-        let size = self.made(size, "ARRAY")?;
-        // SAFETY: itemsize is an int; -1 with an error on overflow.
-        let size = unsafe { ffi::PyLong_AsSsize_t(size.as_ptr()) };
-        if size != wire as ffi::Py_ssize_t {
-            // SAFETY: clears a possible conversion error.
-            unsafe { ffi::PyErr_Clear() };
-            return Err(invalid(format!(
-                "ARRAY typecode '{}' has {size}-byte items on this platform, not {wire}",
-                typecode as char
-            )));
-        }
+        let array = self.empty_array("ARRAY", typecode)?;
         if !data.is_empty() {
             let bytes = self.bytes_obj(data, "ARRAY")?;
             self.call_method(array.as_ptr(), c"frombytes", &[bytes.as_ptr()], "ARRAY")?;
@@ -725,6 +711,45 @@ impl PyBuilder<'_, '_> {
             }
         }
         Ok(array)
+    }
+
+    /// An empty `array.array` of a typecode the format defines, if the host's items have the
+    /// wire size (`invalid_ext` otherwise); `what` names the value in messages.
+    pub(super) fn empty_array(&mut self, what: &str, typecode: u8) -> Result<PyObj, BuildError> {
+        let wire = array_wire_size(typecode).unwrap_or(0);
+        let array_type = self.lib(&ARRAY, c"array", c"array")?;
+        let code = self.text(&[typecode], "ARRAY typecode", c"strict")?;
+        let array = self.call(array_type, &[code.as_ptr()], what)?;
+        // SAFETY: array is a live array.array; NULL means an exception.
+        let size = unsafe { ffi::PyObject_GetAttrString(array.as_ptr(), c"itemsize".as_ptr()) };
+        let size = self.made(size, what)?;
+        // SAFETY: itemsize is an int; -1 with an error on overflow.
+        let size = unsafe { ffi::PyLong_AsSsize_t(size.as_ptr()) };
+        if size != wire as ffi::Py_ssize_t {
+            // SAFETY: clears a possible conversion error.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(invalid(format!(
+                "{what} typecode '{}' has {size}-byte items on this platform, not {wire}",
+                typecode as char
+            )));
+        }
+        Ok(array)
+    }
+
+    /// Appends the little-endian items held by `buffer` (a buffer-protocol object) to an
+    /// array made by [`PyBuilder::empty_array`]: one copy.
+    pub(super) fn fill_array(
+        &mut self,
+        array: &PyObj,
+        buffer: &PyObj,
+        typecode: u8,
+    ) -> Result<(), BuildError> {
+        const WHAT: &str = "OUT_OF_BAND array";
+        self.call_method(array.as_ptr(), c"frombytes", &[buffer.as_ptr()], WHAT)?;
+        if cfg!(target_endian = "big") && array_wire_size(typecode).unwrap_or(1) > 1 {
+            self.call_method(array.as_ptr(), c"byteswap", &[], WHAT)?;
+        }
+        Ok(())
     }
 
     fn path(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {

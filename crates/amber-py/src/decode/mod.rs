@@ -6,6 +6,7 @@ mod containers;
 mod hash_guard;
 mod known;
 mod numpy;
+mod oob;
 mod scalars;
 
 use amber_format::{decode, BuildError, DecodeError, Limits};
@@ -27,10 +28,17 @@ pub struct PyBuilder<'py, 'o> {
     shapes: Vec<classes::ShapePlan>,
     /// The class named by a `class_not_allowed` error: module and qualname.
     refused: Option<(String, String)>,
+    /// The caller's out-of-band buffers.
+    oob: oob::Buffers<'o>,
 }
 
 impl<'py, 'o> PyBuilder<'py, 'o> {
-    fn new(py: Python<'py>, input_len: usize, classes: &'o ClassOptions) -> Self {
+    fn new(
+        py: Python<'py>,
+        input_len: usize,
+        classes: &'o ClassOptions,
+        buffers: Option<&'o [PyObj]>,
+    ) -> Self {
         PyBuilder {
             py,
             guard: HashGuard::new(input_len),
@@ -38,6 +46,7 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
             classes,
             shapes: Vec::new(),
             refused: None,
+            oob: oob::Buffers::new(buffers),
         }
     }
 
@@ -62,14 +71,15 @@ pub enum DecodeFailure {
     Python(PyErr),
 }
 
-/// Decodes `data` into a new Python object.
+/// Decodes `data` into a new Python object; `buffers` are the caller's out-of-band buffers.
 pub fn decode_bytes(
     py: Python<'_>,
     data: &[u8],
     limits: &Limits,
     classes: &ClassOptions,
+    buffers: Option<&[PyObj]>,
 ) -> Result<Py<PyAny>, DecodeFailure> {
-    let mut builder = PyBuilder::new(py, data.len(), classes);
+    let mut builder = PyBuilder::new(py, data.len(), classes, buffers);
     match decode(data, limits, &mut builder) {
         // SAFETY: the builder returns an owned reference; ownership moves to the Py handle.
         Ok(obj) => Ok(unsafe { Bound::from_owned_ptr(py, obj.into_ptr()) }.unbind()),

@@ -16,6 +16,7 @@ use crate::object::{Cached, PyObj};
 static NP_EMPTY: Cached = Cached::new();
 static NP_DTYPE: Cached = Cached::new();
 static NP_ZEROS: Cached = Cached::new();
+static NP_FROMBUFFER: Cached = Cached::new();
 
 /// dtype kinds whose items are plain bytes: bool, ints, floats, complex, timedelta64,
 /// datetime64, bytes, str, unstructured void.
@@ -30,6 +31,14 @@ const MAX_STRUCTURED_LEN: u64 = 4096;
 /// A dtype already made and checked: its string, the dtype (the address of a strong
 /// reference, never released), its item size and kind.
 type CachedDtype = (Vec<u8>, usize, usize, u8);
+
+/// The NDARRAY header: the dimensions, the dtype, its item size and the data size it implies.
+pub(super) struct NdHeader {
+    pub(super) dims: Vec<u64>,
+    pub(super) dtype: PyObj,
+    pub(super) itemsize: usize,
+    pub(super) nbytes: u64,
+}
 
 /// dtypes already made and checked, by their string. Bounded.
 static DTYPE_CACHE: Mutex<Vec<CachedDtype>> = Mutex::new(Vec::new());
@@ -213,17 +222,20 @@ impl PyBuilder<'_, '_> {
         self.made(ptr, "numpy dtype")
     }
 
-    fn ndarray(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
+    /// Reads and checks the NDARRAY header (ndim, dimensions, dtype) that an NDARRAY blob
+    /// and an OUT_OF_BAND ndarray share.
+    pub(super) fn ndarray_header(&mut self, r: &mut Reader<'_>) -> Result<NdHeader, BuildError> {
+        let what = r.what();
         let ndim = r.varint("ndim")?;
         if ndim > MAX_NDIM {
-            return Err(invalid(format!("NDARRAY ndim {ndim} is above {MAX_NDIM}")));
+            return Err(invalid(format!("{what} ndim {ndim} is above {MAX_NDIM}")));
         }
         let mut dims = Vec::with_capacity(ndim as usize);
         for _ in 0..ndim {
             let dim = r.varint("dimension")?;
             if dim > isize::MAX as u64 {
                 return Err(invalid(format!(
-                    "NDARRAY dimension {dim} is above {}",
+                    "{what} dimension {dim} is above {}",
                     isize::MAX
                 )));
             }
@@ -233,41 +245,100 @@ impl PyBuilder<'_, '_> {
         if itemsize == 0 && kind != b'V' {
             // numpy would silently widen |S0 and <U0 arrays to one byte or char per item.
             return Err(invalid(format!(
-                "NDARRAY dtype of kind '{}' with item size 0 cannot be made by numpy",
+                "{what} dtype of kind '{}' with item size 0 cannot be made by numpy",
                 kind as char
             )));
         }
-        let data = r.rest();
-        let expected = dims
+        let nbytes = dims
             .iter()
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
             .and_then(|count| count.checked_mul(itemsize as u64))
             .filter(|&bytes| bytes <= isize::MAX as u64);
-        let Some(expected) = expected else {
+        let Some(nbytes) = nbytes else {
             return Err(invalid(format!(
-                "NDARRAY shape {dims:?} times item size {itemsize} overflows"
+                "{what} shape {dims:?} times item size {itemsize} overflows"
             )));
         };
-        if expected != data.len() as u64 {
-            return Err(invalid(format!(
-                "NDARRAY data has {} bytes; shape {dims:?} and item size {itemsize} need {expected}",
-                data.len()
-            )));
-        }
+        Ok(NdHeader {
+            dims,
+            dtype,
+            itemsize,
+            nbytes,
+        })
+    }
+
+    /// The shape of an array, as a tuple of ints.
+    fn shape_tuple(&mut self, dims: &[u64], what: &str) -> Result<PyObj, BuildError> {
         // SAFETY: plain constructor; filled below, in order, before anything sees it.
         let shape = unsafe { ffi::PyTuple_New(dims.len() as ffi::Py_ssize_t) };
-        let shape = self.made(shape, "NDARRAY")?;
+        let shape = self.made(shape, what)?;
         for (i, &dim) in dims.iter().enumerate() {
             // SAFETY: plain constructor.
             let dim = unsafe { ffi::PyLong_FromUnsignedLongLong(dim) };
-            let dim = self.made(dim, "NDARRAY")?;
+            let dim = self.made(dim, what)?;
             // SAFETY: i < len(shape) of a fresh tuple; SET_ITEM steals the reference.
             unsafe { ffi::PyTuple_SET_ITEM(shape.as_ptr(), i as ffi::Py_ssize_t, dim.into_ptr()) };
         }
+        Ok(shape)
+    }
+
+    fn ndarray(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
+        let header = self.ndarray_header(r)?;
+        let data = r.rest();
+        if header.nbytes != data.len() as u64 {
+            return Err(invalid(format!(
+                "NDARRAY data has {} bytes; shape {:?} and item size {} need {}",
+                data.len(),
+                header.dims,
+                header.itemsize,
+                header.nbytes
+            )));
+        }
+        let shape = self.shape_tuple(&header.dims, "NDARRAY")?;
         let empty = self.numpy_attr(&NP_EMPTY, c"empty")?;
-        let array = self.call(empty, &[shape.as_ptr(), dtype.as_ptr()], "NDARRAY")?;
+        let array = self.call(empty, &[shape.as_ptr(), header.dtype.as_ptr()], "NDARRAY")?;
         self.fill(&array, data)?;
         Ok(array)
+    }
+
+    /// An array over the memory of `buffer`, which holds exactly `header.nbytes` bytes in C
+    /// or Fortran order: `numpy.frombuffer(buffer, dtype).reshape(shape)`, no copy. It is
+    /// writeable exactly when the buffer is.
+    pub(super) fn ndarray_over(
+        &mut self,
+        buffer: &PyObj,
+        header: &NdHeader,
+        fortran: bool,
+    ) -> Result<PyObj, BuildError> {
+        const WHAT: &str = "OUT_OF_BAND ndarray";
+        let shape = self.shape_tuple(&header.dims, WHAT)?;
+        if header.itemsize == 0 {
+            // numpy.frombuffer refuses item size 0; such an array has no data to share.
+            let empty = self.numpy_attr(&NP_EMPTY, c"empty")?;
+            return self.call(empty, &[shape.as_ptr(), header.dtype.as_ptr()], WHAT);
+        }
+        let frombuffer = self.numpy_attr(&NP_FROMBUFFER, c"frombuffer")?;
+        let flat = self.call(frombuffer, &[buffer.as_ptr(), header.dtype.as_ptr()], WHAT)?;
+        // SAFETY: flat is a live array we own; the Bound takes its own reference.
+        let flat = unsafe { pyo3::Bound::from_borrowed_ptr(self.py, flat.as_ptr()) };
+        // SAFETY: shape is a live tuple we own; the Bound takes its own reference.
+        let shape = unsafe { pyo3::Bound::from_borrowed_ptr(self.py, shape.as_ptr()) };
+        let reshaped = if fortran {
+            let kwargs = pyo3::types::PyDict::new(self.py);
+            kwargs
+                .set_item("order", "F")
+                .and_then(|()| flat.call_method("reshape", (shape,), Some(&kwargs)))
+        } else {
+            flat.call_method1("reshape", (shape,))
+        };
+        match reshaped {
+            Ok(array) => PyObj::from_owned(array.into_ptr())
+                .ok_or_else(|| invalid(String::from("numpy reshape gave nothing"))),
+            Err(e) => {
+                e.restore(self.py);
+                Err(self.python_rejected(WHAT))
+            }
+        }
     }
 
     fn numpy_scalar(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {

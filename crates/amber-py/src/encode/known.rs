@@ -8,7 +8,7 @@
 
 use std::ffi::CStr;
 
-use amber_format::ext::{array_wire_size, valid_zone_key};
+use amber_format::ext::{array_wire_size, valid_zone_key, BufferKind};
 use amber_format::varint::zigzag;
 use amber_format::ExtCode;
 use pyo3::prelude::*;
@@ -892,6 +892,12 @@ impl PyEncoder<'_> {
             )));
         }
         let len = view.0.len.max(0) as usize;
+        // Out of band the items stay in the array's memory, which is little-endian only on a
+        // little-endian host; a big-endian one swaps them into the payload instead.
+        if cfg!(target_endian = "little") && self.goes_out_of_band(len) {
+            drop(view);
+            return self.out_of_band_object(obj, BufferKind::Array(code), len);
+        }
         let data: &[u8] = if len == 0 || view.0.buf.is_null() {
             &[]
         } else {

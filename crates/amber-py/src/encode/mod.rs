@@ -6,6 +6,7 @@ mod containers;
 mod error;
 mod known;
 mod numpy;
+mod oob;
 mod scalars;
 mod sink;
 
@@ -16,6 +17,7 @@ use pyo3::Python;
 use pyo3_ffi as ffi;
 
 pub use error::{EncodeFail, FailKind, Segment};
+pub use oob::OutOfBand;
 use sink::BytesSink;
 
 use crate::object::{PyObj, Types};
@@ -60,6 +62,8 @@ pub struct PyEncoder<'py> {
     /// `attrs_instance`).
     attr_names: Vec<PyObj>,
     attr_values: Vec<PyObj>,
+    /// The out-of-band buffers written so far (none unless the caller takes them).
+    oob: OutOfBand,
 }
 
 /// Allocations one encode leaves for the next on the same thread: the identity memo and the
@@ -78,12 +82,14 @@ thread_local! {
     static SCRATCH: Cell<Option<Scratch>> = const { Cell::new(None) };
 }
 
-/// Encodes `obj` into a complete payload, a `bytes` object.
+/// Encodes `obj` into a complete payload, a `bytes` object. With `oob`, large data goes out
+/// of band and `oob` holds its buffers afterwards.
 pub fn encode(
     py: Python<'_>,
     obj: *mut ffi::PyObject,
     options: Options,
     custom: Option<PyObj>,
+    mut oob: Option<&mut OutOfBand>,
 ) -> Result<PyObj, EncodeFail> {
     // A nested encode (a custom encoder calling dumps) finds the slot empty and allocates.
     let Scratch { tracker, memoized } = SCRATCH.with(Cell::take).unwrap_or_default();
@@ -106,8 +112,12 @@ pub fn encode(
         custom_plans: rustc_hash::FxHashMap::default(),
         attr_names: Vec::new(),
         attr_values: Vec::new(),
+        oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
     };
     let result = encoder.run(obj, options.refs);
+    if let Some(slot) = oob {
+        *slot = std::mem::take(&mut encoder.oob);
+    }
     encoder.recycle();
     result?;
     encoder
@@ -137,6 +147,7 @@ impl PyEncoder<'_> {
             self.shapes.clear();
             self.attr_names.clear();
             self.attr_values.clear();
+            self.oob.restart();
             self.depth = 0;
         }
     }

@@ -8,6 +8,7 @@
 use std::ffi::CStr;
 use std::sync::Mutex;
 
+use amber_format::ext::BufferKind;
 use amber_format::varint::write_varint;
 use amber_format::ExtCode;
 use pyo3::prelude::PyAnyMethods;
@@ -215,6 +216,9 @@ impl PyEncoder<'_> {
         let dtype = self.np_attr(obj, interned!(c"dtype"))?;
         let itemsize = self.np_dtype(&dtype, &mut head)?;
         let expected = count.saturating_mul(itemsize);
+        if self.goes_out_of_band(expected) {
+            return self.ndarray_out_of_band(obj, &head, expected);
+        }
 
         // The data, C-contiguous: the array's own buffer, or a C-order copy of it.
         // SAFETY: obj is live; a new reference to it.
@@ -263,6 +267,54 @@ impl PyEncoder<'_> {
         drop(view);
         drop(source);
         Ok(())
+    }
+
+    /// An array whose `len` bytes of data go out of band after `head` (the NDARRAY header).
+    /// The buffer is the array's own memory when it is C- or Fortran-contiguous; any other
+    /// array is first copied to C order by numpy, and the copy is the buffer.
+    fn ndarray_out_of_band(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        head: &[u8],
+        len: usize,
+    ) -> Result<(), EncodeFail> {
+        let exports = |flags: std::os::raw::c_int| {
+            // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
+            let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+            // SAFETY: asks for a view with that contiguity and no format (numpy exports
+            // every plain dtype that way); -1 means an exception is set, which is cleared.
+            // A failed GetBuffer leaves view.obj NULL, so dropping `view` is a no-op.
+            let ok = unsafe { ffi::PyObject_GetBuffer(obj, &mut view.0, flags) } == 0;
+            if !ok {
+                // SAFETY: clears the ValueError of a refused export.
+                unsafe { ffi::PyErr_Clear() };
+            }
+            ok
+        };
+        // SAFETY: obj is live; a new reference to it.
+        let mut source = unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) };
+        let fortran = if exports(ffi::PyBUF_C_CONTIGUOUS) {
+            false
+        } else if exports(ffi::PyBUF_F_CONTIGUOUS) {
+            true
+        } else {
+            let copy = self.np_attr(obj, interned!(c"copy"))?;
+            // SAFETY: copy is a bound method; calling it with no args makes a C-order copy.
+            source = PyObj::from_owned(unsafe { ffi::PyObject_CallNoArgs(copy.as_ptr()) })
+                .ok_or_else(|| EncodeFail::python(self.py))?;
+            false
+        };
+        // The data as one flat run of bytes in memory order: for a contiguous array,
+        // `ravel("K")` is a view, and a `u1` view of it exports any plain dtype (datetime64
+        // included, which numpy refuses to describe in a memoryview).
+        // SAFETY: source is a live ndarray we hold.
+        let source = unsafe { pyo3::Bound::from_borrowed_ptr(self.py, source.as_ptr()) };
+        let flat = source
+            .call_method1("ravel", ("K",))
+            .and_then(|f| f.call_method1("view", ("u1",)))
+            .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        let kind = BufferKind::NdArray { fortran };
+        self.out_of_band(obj, flat.as_ptr(), kind, len, head)
     }
 
     fn numpy_scalar(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {

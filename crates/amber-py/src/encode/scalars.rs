@@ -2,6 +2,7 @@
 
 use std::os::raw::c_int;
 
+use amber_format::ext::BufferKind;
 use amber_format::Writer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -143,6 +144,9 @@ impl PyEncoder<'_> {
         if !data.is_empty() && self.write_ref_if_seen(obj) {
             return Ok(());
         }
+        if self.goes_out_of_band(data.len()) {
+            return self.out_of_band_object(obj, BufferKind::Bytes, data.len());
+        }
         self.writer.bytes(data);
         Ok(())
     }
@@ -151,9 +155,13 @@ impl PyEncoder<'_> {
         if self.write_ref_if_seen(obj) {
             return Ok(());
         }
-        // SAFETY: obj is an exact bytearray; no Python code runs while we read it.
+        // SAFETY: obj is an exact bytearray.
+        let len = unsafe { ffi::PyByteArray_GET_SIZE(obj) } as usize;
+        if self.goes_out_of_band(len) {
+            return self.out_of_band_object(obj, BufferKind::ByteArray, len);
+        }
+        // SAFETY: obj is an exact bytearray of len bytes; no Python code runs while we read it.
         let data = unsafe {
-            let len = ffi::PyByteArray_GET_SIZE(obj) as usize;
             if len == 0 {
                 &[][..]
             } else {
