@@ -8,7 +8,7 @@ import platform
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from serializers import SUBJECT, Codec
 
@@ -68,6 +68,25 @@ def ratios(subject: Result | None, peer: Result | None) -> Ratios | None:
         decode=peer.decode_s / subject.decode_s,
         size=subject.size / peer.size,
     )
+
+
+class Section(Protocol):
+    """A measurement section beyond the codec tables (targets, arrays, memory, refs).
+
+    Each section renders itself, so ``Report`` only places it: ``title`` is its
+    heading in results.md, ``lines()`` its markdown body (also printed on the
+    console), and ``as_json()`` its raw numbers under ``key`` in results.json.
+    """
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+    def lines(self) -> list[str]: ...
+
+    def as_json(self) -> Any: ...
 
 
 # ---------------------------------------------------------------- formatting
@@ -154,6 +173,9 @@ class Report:
         self.missing = missing
         self.settings = settings
         self.results: dict[tuple[str, str], Result] = {}
+        # Rendered before the summary tables (the targets) and after the chart (the rest).
+        self.leading: list[Section] = []
+        self.sections: list[Section] = []
 
     def add(self, result: Result) -> None:
         self.results[(result.payload, result.codec)] = result
@@ -238,22 +260,29 @@ class Report:
             lines.append("")
         lines += [f"- {name} was not run: {why}" for name, why in self.missing.items()]
         lines += ["", *HOW_TO_READ, ""]
-        if self.has_subject:
+        for section in self.leading:
+            lines += [f"## {section.title}", "", *section.lines(), ""]
+        if self.results and self.has_subject:
             lines += [
                 f"## {SUBJECT} vs msgspec, orjson, pickle",
                 "",
                 *self.summary_table(),
                 "",
             ]
-        all_names = [codec.name for codec in self.codecs]
-        lines += [
-            "## Every codec vs pickle",
-            "",
-            *self.vs_baseline_table(all_names),
-            "",
-        ]
-        lines += ["![encode and decode time relative to pickle](results.png)", ""]
+        if self.results:
+            all_names = [codec.name for codec in self.codecs]
+            lines += [
+                "## Every codec vs pickle",
+                "",
+                *self.vs_baseline_table(all_names),
+                "",
+            ]
+            lines += ["![encode and decode time relative to pickle](results.png)", ""]
+        for section in self.sections:
+            lines += [f"## {section.title}", "", *section.lines(), ""]
         for payload, description in self.payloads:
+            if not any(key[0] == payload for key in self.results):
+                continue
             lines += [
                 f"## {payload}: {description}",
                 "",
@@ -275,6 +304,7 @@ class Report:
             "missing": self.missing,
             "payloads": [{"name": n, "description": d} for n, d in self.payloads],
             "results": [asdict(r) for r in self.results.values()],
+            **{section.key: section.as_json() for section in (*self.leading, *self.sections)},
         }
 
     def write(self, out_dir: Path, machine: dict[str, str]) -> list[Path]:
@@ -284,9 +314,12 @@ class Report:
         json_path = out_dir / "results.json"
         payload = json.dumps(self.as_json(machine), indent=1, ensure_ascii=False)
         json_path.write_text(payload + "\n", encoding="utf-8")
-        chart_path = out_dir / "results.png"
-        draw_chart(self, chart_path)
-        return [markdown_path, json_path, chart_path]
+        written = [markdown_path, json_path]
+        if self.results:  # no codec tables (--no-table): no chart of them either
+            chart_path = out_dir / "results.png"
+            draw_chart(self, chart_path)
+            written.append(chart_path)
+        return written
 
 
 HOW_TO_READ = [
