@@ -1,4 +1,4 @@
-//! OUT_OF_BAND values (spec section 5.16.3): the data is in one of the buffers the caller
+//! OUT_OF_BAND values (spec section 5.16.6): the data is in one of the buffers the caller
 //! passes next to the payload (`loads(data, buffers=[...])`); the blob says which one, how
 //! long it is and what it holds.
 //!

@@ -1,4 +1,4 @@
-//! Out-of-band buffers (EXT OUT_OF_BAND, spec section 5.16.3): with a `buffer_callback`, the
+//! Out-of-band buffers (EXT OUT_OF_BAND, spec section 5.16.6): with a `buffer_callback`, the
 //! data of a large `bytes`, `bytearray`, `array.array` or numpy array is not copied into the
 //! payload. The payload names the buffer by its index, and the caller is handed a read-only
 //! memoryview of the object's own memory.
