@@ -93,10 +93,23 @@ def _inline(obj: Any) -> bool:
     return t in (str, bytes, tuple) and len(obj) == 0
 
 
+# Values written by value in canonical mode (spec section 6.7): no memo, no REF.
+_BY_VALUE = (int, float, complex, str, bytes, tuple, frozenset)
+
+
 class _Encoder:
-    def __init__(self, refs: bool, max_depth: int, copies: set[int]) -> None:
+    def __init__(
+        self,
+        refs: bool,
+        max_depth: int,
+        copies: set[int],
+        canonical: bool = False,
+        sort_keys: bool = False,
+    ) -> None:
         self.out = bytearray(MAGIC)
         self.refs = refs
+        self.canonical = canonical
+        self.sort_keys = sort_keys
         self.max_depth = max_depth
         self.memo: dict[int, int] = {}  # id -> absolute offset of the real occurrence's tag
         self.keep: list[Any] = []  # keeps ids alive
@@ -138,21 +151,14 @@ class _Encoder:
                     raise Unsupported("depth")
                 self.out.append(SHORT_TUPLE)
             return
+        if self.canonical and t in _BY_VALUE:
+            self.write_by_value(obj, t, level)
+            return
         if self.ref(obj):
             return
         pos = len(self.out)
-        if t is int:
-            self.out += encode_int(obj)
-        elif t is float:
-            self.out += encode_float(obj)
-        elif t is complex:
-            self.out.append(COMPLEX)
-            self.out += struct.pack("<dd", obj.real, obj.imag)
-        elif t is str:
-            self.out += encode_str(obj)
-        elif t is bytes:
-            self.out.append(BYTES)
-            self.out += varint(len(obj)) + obj
+        if self.write_scalar(obj, t):
+            pass
         elif t is bytearray:
             self.out.append(BYTEARRAY)
             self.out += varint(len(obj)) + obj
@@ -165,6 +171,45 @@ class _Encoder:
         else:
             raise Unsupported(f"unsupported type {t.__qualname__}")
         self.remember(obj, pos)
+
+    def write_scalar(self, obj: Any, t: type) -> bool:
+        """Write an int, float, complex, str or bytes; False for any other type."""
+        if t is int:
+            self.out += encode_int(obj)
+        elif t is float:
+            self.out += encode_float(obj)
+        elif t is complex:
+            self.out.append(COMPLEX)
+            self.out += struct.pack("<dd", obj.real, obj.imag)
+        elif t is str:
+            self.out += encode_str(obj)
+        elif t is bytes:
+            self.out.append(BYTES)
+            self.out += varint(len(obj)) + obj
+        else:
+            return False
+        return True
+
+    def write_by_value(self, obj: Any, t: type, level: int) -> None:
+        if t is tuple or t is frozenset:
+            if level + 1 > self.max_depth:
+                raise Unsupported("depth")
+            self.write_header(obj, t)
+            items = self.in_order(obj) if t is frozenset else obj
+            for item in items:
+                self.write(item, level + 1)
+        else:
+            self.write_scalar(obj, t)
+
+    def sort_key(self, obj: Any) -> bytes:
+        """A value's canonical encoding on its own, body only (spec section 6.7)."""
+        whole = ref_dumps(
+            obj, refs=self.refs, max_depth=self.max_depth, canonical=True, sort_keys=self.sort_keys
+        )
+        return whole[len(MAGIC) :]
+
+    def in_order(self, elements: Any) -> list[Any]:
+        return sorted(elements, key=self.sort_key)
 
     def write_header(self, obj: Any, t: type) -> None:
         n = len(obj)
@@ -188,11 +233,15 @@ class _Encoder:
         self.stack.add(oid)
         try:
             if t is dict:
-                for k, v in obj.items():
+                pairs = list(obj.items())
+                if self.sort_keys:
+                    pairs.sort(key=lambda pair: self.sort_key(pair[0]))
+                for k, v in pairs:
                     self.write(k, level)
                     self.write(v, level)
             else:
-                for item in obj:
+                items = self.in_order(obj) if self.canonical and t is set else obj
+                for item in items:
                     self.write(item, level)
         finally:
             self.stack.discard(oid)
@@ -238,13 +287,20 @@ class _Encoder:
             self.write(item, level)
 
 
-def ref_dumps(obj: Any, *, refs: bool = True, max_depth: int = 1000) -> bytes:
+def ref_dumps(
+    obj: Any,
+    *,
+    refs: bool = True,
+    max_depth: int = 1000,
+    canonical: bool = False,
+    sort_keys: bool = False,
+) -> bytes:
     """Reference encoding of obj (spec sections 4-6), or raise Unsupported."""
-    enc = _Encoder(refs, max_depth, set())
+    enc = _Encoder(refs, max_depth, set(), canonical, sort_keys)
     enc.write(obj, 0)
     if not enc.found_copies:
         return bytes(enc.out)
-    enc2 = _Encoder(refs, max_depth, enc.found_copies)
+    enc2 = _Encoder(refs, max_depth, enc.found_copies, canonical, sort_keys)
     enc2.write(obj, 0)
     if enc2.found_copies:
         raise Unsupported("second pass found new copies")

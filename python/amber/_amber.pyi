@@ -49,6 +49,8 @@ def dumps(
     max_depth: int = 1000,
     custom: _Custom = None,
     buffer_callback: _BufferCallback = None,
+    canonical: bool = False,
+    sort_keys: bool = False,
 ) -> bytes: ...
 def loads(
     data: Buffer,
@@ -71,11 +73,17 @@ class Encoder:
         max_depth: int = 1000,
         custom: _Custom = None,
         buffer_callback: _BufferCallback = None,
+        canonical: bool = False,
+        sort_keys: bool = False,
     ) -> Self: ...
     @property
     def refs(self) -> bool: ...
     @property
     def max_depth(self) -> int: ...
+    @property
+    def canonical(self) -> bool: ...
+    @property
+    def sort_keys(self) -> bool: ...
     @property
     def buffer_callback(self) -> Callable[[memoryview], object] | None: ...
     def encode(self, obj: Any) -> bytes: ...

@@ -403,19 +403,23 @@ fn loads_impl(
     result
 }
 
-/// dumps(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None) -> bytes
+/// dumps(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, canonical=False,
+///       sort_keys=False) -> bytes
 ///
 /// Encodes `obj` as an amber payload. Class instances are written by module and qualified
 /// name; `custom` is an iterable of `amber.CustomType` for classes written by the caller's
 /// own functions. With `buffer_callback`, the data of every bytes, bytearray, array.array
 /// and numpy array of at least `OOB_THRESHOLD` bytes stays out of the payload: the callback
 /// gets a read-only memoryview of it, once the payload is complete, and `loads` needs those
-/// buffers back as `buffers=`.
+/// buffers back as `buffers=`. With `canonical`, equal values give identical bytes: set and
+/// frozenset elements are written in a defined order and immutable values by value (never as
+/// references); `sort_keys` also orders dict entries by key.
 #[pyfunction]
 #[pyo3(
-    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None),
-    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None)"
+    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None, canonical = false, sort_keys = false),
+    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, canonical=False, sort_keys=False)"
 )]
+#[allow(clippy::too_many_arguments)]
 fn dumps(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
@@ -423,10 +427,14 @@ fn dumps(
     max_depth: Option<&Bound<'_, PyAny>>,
     custom: Option<&Bound<'_, PyAny>>,
     buffer_callback: Option<&Bound<'_, PyAny>>,
+    canonical: bool,
+    sort_keys: bool,
 ) -> PyResult<Py<PyBytes>> {
     let options = encode::Options {
         refs,
         max_depth: check_depth(max_depth)?,
+        canonical,
+        sort_keys,
     };
     let callback = check_callback(buffer_callback)?;
     let custom = custom_encoders(py, custom)?;
@@ -477,8 +485,8 @@ struct Encoder {
 impl Encoder {
     #[new]
     #[pyo3(
-        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None),
-        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None)"
+        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None, canonical = false, sort_keys = false),
+        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None, canonical=False, sort_keys=False)"
     )]
     fn new(
         py: Python<'_>,
@@ -486,11 +494,15 @@ impl Encoder {
         max_depth: Option<&Bound<'_, PyAny>>,
         custom: Option<&Bound<'_, PyAny>>,
         buffer_callback: Option<&Bound<'_, PyAny>>,
+        canonical: bool,
+        sort_keys: bool,
     ) -> PyResult<Self> {
         Ok(Encoder {
             options: encode::Options {
                 refs,
                 max_depth: check_depth(max_depth)?,
+                canonical,
+                sort_keys,
             },
             buffer_callback: check_callback(buffer_callback)?,
             custom: custom_encoders(py, custom)?,
@@ -523,11 +535,24 @@ impl Encoder {
         self.options.max_depth
     }
 
+    #[getter]
+    fn canonical(&self) -> bool {
+        self.options.canonical
+    }
+
+    #[getter]
+    fn sort_keys(&self) -> bool {
+        self.options.sort_keys
+    }
+
     fn __repr__(&self) -> String {
+        let flag = |b: bool| if b { "True" } else { "False" };
         format!(
-            "Encoder(refs={}, max_depth={})",
-            if self.options.refs { "True" } else { "False" },
-            self.options.max_depth
+            "Encoder(refs={}, max_depth={}, canonical={}, sort_keys={})",
+            flag(self.options.refs),
+            self.options.max_depth,
+            flag(self.options.canonical),
+            flag(self.options.sort_keys)
         )
     }
 }

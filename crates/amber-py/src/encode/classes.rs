@@ -382,7 +382,7 @@ impl PyEncoder<'_> {
                 plan.names.len()
             )));
         }
-        let Some(token) = self.begin_immutable(obj, true)? else {
+        let Some(token) = self.begin_value(obj, true)? else {
             return Ok(());
         };
         let _held = hold(obj);

@@ -47,7 +47,7 @@ impl PyEncoder<'_> {
     pub(super) fn tuple(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact tuple.
         let n = unsafe { ffi::PyTuple_GET_SIZE(obj) };
-        let Some(token) = self.begin_immutable(obj, n > 0)? else {
+        let Some(token) = self.begin_value(obj, n > 0)? else {
             return Ok(());
         };
         let _held = hold(obj);
@@ -64,6 +64,9 @@ impl PyEncoder<'_> {
 
     #[inline]
     pub(super) fn dict(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.options.sort_keys {
+            return self.dict_sorted(obj);
+        }
         if self.write_ref_if_seen(obj) {
             return Ok(());
         }
@@ -103,7 +106,7 @@ impl PyEncoder<'_> {
 
     pub(super) fn set(&mut self, obj: *mut ffi::PyObject, frozen: bool) -> Result<(), EncodeFail> {
         let token = if frozen {
-            let Some(token) = self.begin_immutable(obj, true)? else {
+            let Some(token) = self.begin_value(obj, true)? else {
                 return Ok(());
             };
             token
@@ -122,6 +125,26 @@ impl PyEncoder<'_> {
         let Some(iter) = PyObj::from_owned(unsafe { ffi::PyObject_GetIter(obj) }) else {
             return Err(EncodeFail::python(self.py));
         };
+        if self.options.canonical {
+            let mut items = Vec::with_capacity(n.max(0) as usize);
+            // SAFETY: as below.
+            while let Some(item) = PyObj::from_owned(unsafe { ffi::PyIter_Next(iter.as_ptr()) }) {
+                items.push(item);
+            }
+            // SAFETY: checking whether PyIter_Next stopped because of an error.
+            if !unsafe { ffi::PyErr_Occurred() }.is_null() {
+                return Err(EncodeFail::python(self.py));
+            }
+            if items.len() != n as usize {
+                return Err(changed_size("set", obj));
+            }
+            for (index, item) in self.sort_elements(obj, items)?.iter().enumerate() {
+                self.nested_value(item.as_ptr())
+                    .map_err(|e| e.at(Segment::Element(index), obj))?;
+            }
+            self.end_immutable(obj, token);
+            return Ok(());
+        }
         let mut index = 0;
         // SAFETY: iter is a live set iterator; each item is a new reference we own.
         while let Some(item) = PyObj::from_owned(unsafe { ffi::PyIter_Next(iter.as_ptr()) }) {
@@ -138,6 +161,20 @@ impl PyEncoder<'_> {
         }
         self.end_immutable(obj, token);
         Ok(())
+    }
+
+    /// [`PyEncoder::begin_immutable`] for a value with no identity of its own (tuple,
+    /// frozenset, named tuple, range, slice): in canonical mode it is never tracked (see
+    /// [`PyEncoder::write_value_ref_if_seen`]). Cycles still end: they pass through a
+    /// mutable object, which keeps its identity.
+    #[inline]
+    pub(super) fn begin_value(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        trackable: bool,
+    ) -> Result<Option<Option<ImmutableToken>>, EncodeFail> {
+        let trackable = trackable && !self.options.canonical;
+        self.begin_immutable(obj, trackable)
     }
 
     /// Starts a tuple or frozenset (`trackable` false for the empty tuple). `None`: it was

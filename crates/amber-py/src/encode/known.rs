@@ -330,8 +330,13 @@ impl PyEncoder<'_> {
             Known::DefaultDict => return self.dict_like(obj, ExtCode::DefaultDict),
             _ => {}
         }
-        // Blobs are atoms: written once, then referred to.
-        if self.write_ref_if_seen(obj) {
+        // Blobs are atoms: written once, then referred to. All but arrays are immutable.
+        let seen = if kind == Known::Array {
+            self.write_ref_if_seen(obj)
+        } else {
+            self.write_value_ref_if_seen(obj)
+        };
+        if seen {
             return Ok(());
         }
         match kind {
@@ -740,7 +745,7 @@ impl PyEncoder<'_> {
         code: ExtCode,
         names: &[(*mut ffi::PyObject, &'static str)],
     ) -> Result<(), EncodeFail> {
-        let Some(token) = self.begin_immutable(obj, true)? else {
+        let Some(token) = self.begin_value(obj, true)? else {
             return Ok(());
         };
         self.writer.ext_header(code);

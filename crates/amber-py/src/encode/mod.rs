@@ -1,6 +1,7 @@
 //! Python objects onto the amber writer. [`PyEncoder::value`] is the one place that picks the
 //! encoder for a value: exact-type checks, hottest types first, then a cold fallback.
 
+mod canonical;
 mod classes;
 mod containers;
 mod error;
@@ -29,6 +30,11 @@ pub struct Options {
     pub refs: bool,
     /// Deepest nesting of containers.
     pub max_depth: u32,
+    /// Canonical output: immutable values are written by value (never as a `REF`), and set
+    /// and frozenset elements in the order of their own canonical encodings.
+    pub canonical: bool,
+    /// Dict entries in the order of their keys' canonical encodings.
+    pub sort_keys: bool,
 }
 
 /// One encode of one root object.
@@ -64,6 +70,8 @@ pub struct PyEncoder<'py> {
     attr_values: Vec<PyObj>,
     /// The out-of-band buffers written so far (none unless the caller takes them).
     oob: OutOfBand,
+    /// The options of this encode, for the nested encodes that make canonical sort keys.
+    options: Options,
 }
 
 /// Allocations one encode leaves for the next on the same thread: the identity memo and the
@@ -113,6 +121,7 @@ pub fn encode(
         attr_names: Vec::new(),
         attr_values: Vec::new(),
         oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
+        options,
     };
     let result = encoder.run(obj, options.refs);
     if let Some(slot) = oob {
@@ -278,14 +287,39 @@ impl PyEncoder<'_> {
     /// If `obj` was written before, writes a `REF` to it and returns true; otherwise records
     /// where it is about to be written. Objects only one container holds are skipped: they
     /// cannot be met twice.
-    #[inline]
+    #[inline(always)]
     fn write_ref_if_seen(&mut self, obj: *mut ffi::PyObject) -> bool {
+        self.ref_if_seen::<false>(obj)
+    }
+
+    /// [`PyEncoder::write_ref_if_seen`] for an immutable value (str, int, float, bytes, an
+    /// immutable library type): in canonical mode these are written by value every time,
+    /// so that equal values give equal bytes whichever of them happen to be one object.
+    #[inline(always)]
+    fn write_value_ref_if_seen(&mut self, obj: *mut ffi::PyObject) -> bool {
+        self.ref_if_seen::<true>(obj)
+    }
+
+    #[inline(always)]
+    fn ref_if_seen<const BY_VALUE: bool>(&mut self, obj: *mut ffi::PyObject) -> bool {
         let Some(tracker) = self.tracker.as_mut() else {
             return false;
         };
         if !tracker.track_everything() && !shared(obj, self.held) {
             return false;
         }
+        if BY_VALUE && self.options.canonical {
+            return false;
+        }
+        self.memo_lookup(obj)
+    }
+
+    /// The memo part of [`PyEncoder::write_ref_if_seen`], for objects that may be met again.
+    #[inline(never)]
+    fn memo_lookup(&mut self, obj: *mut ffi::PyObject) -> bool {
+        let Some(tracker) = self.tracker.as_mut() else {
+            return false;
+        };
         match tracker.seen_or_record(obj as usize, self.writer.body_pos()) {
             Some(offset) => {
                 self.writer.reference(offset);

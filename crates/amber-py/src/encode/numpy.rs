@@ -318,7 +318,7 @@ impl PyEncoder<'_> {
     }
 
     fn numpy_scalar(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        if self.write_ref_if_seen(obj) {
+        if self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
         let mut head = Vec::with_capacity(16);

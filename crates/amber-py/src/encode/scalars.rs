@@ -11,12 +11,12 @@ use pyo3_ffi as ffi;
 use super::{EncodeFail, PyEncoder};
 
 impl PyEncoder<'_> {
-    #[inline]
+    #[inline(always)]
     pub(super) fn int(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact int.
         if let Some(v) = unsafe { crate::pylong::small_value(obj) } {
             // CPython shares -5..=256 itself; tracking them would only add lookups.
-            if !(-16..=256).contains(&v) && self.write_ref_if_seen(obj) {
+            if !(-16..=256).contains(&v) && self.write_value_ref_if_seen(obj) {
                 return Ok(());
             }
             self.writer.int(v);
@@ -33,13 +33,14 @@ impl PyEncoder<'_> {
         if overflow == 0 {
             // CPython shares -5..=256 itself; tracking them would only add lookups.
             let interpreter_cached = (-5..=256).contains(&v);
-            if !interpreter_cached && !Writer::is_small_int(v) && self.write_ref_if_seen(obj) {
+            if !interpreter_cached && !Writer::is_small_int(v) && self.write_value_ref_if_seen(obj)
+            {
                 return Ok(());
             }
             self.writer.int(v);
             return Ok(());
         }
-        if self.write_ref_if_seen(obj) {
+        if self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
         self.bigint(obj)
@@ -66,7 +67,7 @@ impl PyEncoder<'_> {
 
     #[inline]
     pub(super) fn float(&mut self, obj: *mut ffi::PyObject) {
-        if self.write_ref_if_seen(obj) {
+        if self.write_value_ref_if_seen(obj) {
             return;
         }
         // SAFETY: obj is an exact float.
@@ -74,7 +75,7 @@ impl PyEncoder<'_> {
     }
 
     pub(super) fn complex(&mut self, obj: *mut ffi::PyObject) {
-        if self.write_ref_if_seen(obj) {
+        if self.write_value_ref_if_seen(obj) {
             return;
         }
         // SAFETY: obj is an exact complex; these accessors cannot fail for one.
@@ -87,11 +88,11 @@ impl PyEncoder<'_> {
         self.writer.complex(re, im);
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn str(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact str.
         let empty = unsafe { ffi::PyUnicode_GET_LENGTH(obj) } == 0;
-        if !empty && self.write_ref_if_seen(obj) {
+        if !empty && self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
         // SAFETY: obj is an exact str, whose state bits say how its text is stored.
@@ -141,7 +142,7 @@ impl PyEncoder<'_> {
     pub(super) fn bytes(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact bytes object.
         let data = unsafe { bytes_slice(obj) };
-        if !data.is_empty() && self.write_ref_if_seen(obj) {
+        if !data.is_empty() && self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
         if self.goes_out_of_band(data.len()) {
