@@ -3,6 +3,8 @@
 ``dumps``/``loads`` turn an object graph into bytes and back with every type, shared object
 and cycle intact. ``loads`` only ever builds the builtin types in the format: it never imports
 or runs code named by the payload, and it enforces depth and memory limits on hostile input.
+``StreamWriter``, ``StreamReader``, ``StreamDecoder`` and ``iter_load`` put many payloads in one
+file, pipe or socket.
 """
 
 from __future__ import annotations
@@ -26,12 +28,23 @@ from ._amber import (
     loads,
 )
 from ._classes import CustomType, Placeholder
+from ._stream import (
+    DEFAULT_MAX_MESSAGE,
+    STREAM_MAGIC,
+    StreamDecoder,
+    StreamReader,
+    StreamWriter,
+    _map_file,
+    iter_load,
+)
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_MESSAGE",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
     "OOB_THRESHOLD",
+    "STREAM_MAGIC",
     "ClassNotAllowedError",
     "CustomType",
     "DecodeError",
@@ -40,8 +53,12 @@ __all__ = [
     "EncodeError",
     "Encoder",
     "Placeholder",
+    "StreamDecoder",
+    "StreamReader",
+    "StreamWriter",
     "dump",
     "dumps",
+    "iter_load",
     "load",
     "loads",
 ]
@@ -79,14 +96,28 @@ def dump(obj: Any, file: PathLike | IO[bytes], **options: Any) -> None:
         raise
 
 
-def load(file: PathLike | IO[bytes], **options: Any) -> Any:
+def load(file: PathLike | IO[bytes], *, mmap: bool = False, **options: Any) -> Any:
     """Decode the payload in ``file``: a path or a binary file object read to its end.
 
+    With ``mmap=True`` (a path only) the file is not read into memory: it is mapped read-only
+    and decoded straight from the mapping, which is closed again before ``load`` returns or
+    raises. If another process truncates the file while it is mapped, touching the lost pages
+    kills the process with SIGBUS: use it only on files that nothing shortens meanwhile.
     ``options`` are those of :func:`loads`.
     """
     if isinstance(file, (str, os.PathLike)):
+        if mmap:
+            mapping, view = _map_file(file)
+            try:
+                return loads(view, **options)
+            finally:
+                view.release()
+                if mapping is not None:
+                    mapping.close()
         with open(file, "rb") as f:
             data = f.read()
+    elif mmap:
+        raise ValueError(f"mmap=True needs a path, not {type(file).__name__}")
     else:
         data = file.read()
     return loads(data, **options)

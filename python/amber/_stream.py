@@ -1,0 +1,1124 @@
+"""Streams: many amber payloads framed one after another in a file, pipe or socket.
+
+The layout (the draft spec section "Streams"):
+
+    ab 53 01                 stream magic and stream version 1
+    varint L, L bytes        one frame per message: L >= 1, then one complete amber payload
+    ...
+    00                       the end marker; nothing may follow it
+
+The framing never looks inside a payload, so payloads with any header flags pass through
+unchanged, and a reader can skip a message by its length without decoding it.
+
+Every error raised here for bad stream bytes is a :class:`amber.DecodeError` (or the same
+subclass ``loads`` raised) whose ``.offset`` is a byte offset in the stream, counted from the
+first magic byte, and whose ``.message_index`` attribute is the index of the message concerned
+(the number of messages before it).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import mmap as _mmap
+import os
+import stat
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
+
+from ._amber import DecodeError, DecodeLimitError, dumps, loads
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from typing_extensions import Buffer, Self
+
+    PathLike: TypeAlias = str | os.PathLike[str]
+    StreamSource: TypeAlias = PathLike | IO[bytes] | Buffer
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE",
+    "STREAM_MAGIC",
+    "StreamDecoder",
+    "StreamReader",
+    "StreamWriter",
+    "iter_load",
+]
+
+STREAM_MAGIC: Final = b"\xab\x53\x01"
+"""The first three bytes of every stream: ``ab``, ASCII ``S``, stream version 1."""
+
+DEFAULT_MAX_MESSAGE: Final = 1 << 31
+"""The largest frame (payload length in bytes) a reader accepts unless told otherwise: 2 GiB."""
+
+_PAYLOAD_MAGIC: Final = b"\xab\x41"
+_END_MARKER: Final = b"\x00"
+_MAX_VARINT_BYTES: Final = 10
+# Reads ask for this much at least (read-ahead for small messages) and, for a large frame, at
+# most as much as has already arrived, so a lying frame length can make a reader allocate at
+# most about twice the bytes that really came, never the length it declares.
+_READ_CHUNK: Final = 1 << 18
+# A mapped stream hands the pages it has read back to the kernel every this many bytes: mapped
+# file pages count in the process's resident memory until then, and would grow with the file.
+_MAPPED_RELEASE_STEP: Final = 1 << 20
+# A frame of a payload up to this size goes to the file in one write call (its length and a
+# copy of the payload); a larger payload is written as it is, after its length.
+_JOIN_FRAME_BELOW: Final = 4096
+_ONE_BYTE_LENGTHS: Final = [bytes((n,)) for n in range(0x80)]
+_TEMP_PREFIX: Final = ".amber-"
+_TEMP_SUFFIX: Final = ".tmp"
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _varint(n: int) -> bytes:
+    """``n`` as the spec's minimal unsigned LEB128."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _stream_error(
+    kind: str, offset: int, index: int, detail: str, cls: type[DecodeError] = DecodeError
+) -> DecodeError:
+    err = cls(f"{detail} (message {index}, at stream byte {offset}, {kind})")
+    err.kind = kind
+    err.offset = offset
+    err.message_index = index  # type: ignore[attr-defined]
+    return err
+
+
+def _parse_varint(
+    data: bytearray | memoryview, pos: int, frame_offset: int, index: int
+) -> tuple[int, int] | None:
+    """The varint at ``data[pos:]`` as (value, position after it), or None if ``data`` ends
+    inside it. ``frame_offset`` is the stream offset of ``data[pos]``, for errors."""
+    value = 0
+    shift = 0
+    end = len(data)
+    i = pos
+    while i < end:
+        b = data[i]
+        if i - pos == _MAX_VARINT_BYTES - 1 and b > 1:
+            raise _stream_error(
+                "varint_overflow",
+                frame_offset,
+                index,
+                "frame length varint is longer than 10 bytes or above 2^64 - 1",
+            )
+        value |= (b & 0x7F) << shift
+        i += 1
+        if b < 0x80:
+            if b == 0 and i - pos > 1:
+                raise _stream_error(
+                    "overlong_varint",
+                    frame_offset,
+                    index,
+                    "frame length varint is not minimal (it ends with a 00 byte)",
+                )
+            return value, i
+        shift += 7
+    return None
+
+
+def _check_header(header: bytes | bytearray | memoryview, complete: bool) -> None:
+    """Raise for a stream header that is wrong so far; ``complete`` when no more bytes can come
+    (then a proper prefix of the magic is a truncated stream)."""
+    got = bytes(header[:3])
+    if got[:2] != STREAM_MAGIC[: len(got[:2])]:
+        if got[:2] == _PAYLOAD_MAGIC:
+            detail = (
+                "this is a single amber payload (magic ab 41), not a stream (magic ab 53); "
+                "read it with amber.load or amber.loads"
+            )
+        else:
+            detail = f"the input does not start with the stream magic ab 53 (got {got.hex(' ')})"
+        raise _stream_error("bad_magic", 0, 0, detail)
+    if len(got) == 3 and got[2] != STREAM_MAGIC[2]:
+        raise _stream_error(
+            "unsupported_version",
+            2,
+            0,
+            f"stream version {got[2]} is not supported (this reader reads version 1)",
+        )
+    if complete and len(got) < 3:
+        raise _stream_error(
+            "truncated", len(got), 0, f"the stream ends inside its 3-byte header ({len(got)} bytes)"
+        )
+
+
+def _payload_error(err: DecodeError, index: int, payload_offset: int) -> DecodeError:
+    """Point an error of ``loads`` at the stream: the message index, and ``.offset`` moved from
+    the payload to the stream. Class and other attributes stay as ``loads`` set them."""
+    inner = getattr(err, "offset", None)
+    original = err.args[0] if err.args else str(err)
+    where = f"in message {index}, whose payload starts at stream byte {payload_offset}"
+    if isinstance(inner, int):
+        err.offset = payload_offset + inner
+        where += f" (error at stream byte {payload_offset + inner})"
+    err.message_index = index  # type: ignore[attr-defined]
+    err.args = (f"{original}, {where}",)
+    return err
+
+
+def _failed_again(err: BaseException, owner: str) -> BaseException:
+    """The exception raised by every call after a failure, for the failure ``err``."""
+    again: BaseException
+    if isinstance(err, DecodeError):
+        again = type(err)(f"{owner} failed earlier: {err}")
+        again.__dict__.update(err.__dict__)
+    else:
+        again = ValueError(f"{owner} failed earlier: {type(err).__name__}: {err}")
+    again.__cause__ = err
+    return again
+
+
+def _check_max_message(max_message: object) -> int:
+    if max_message is None:
+        return DEFAULT_MAX_MESSAGE
+    if isinstance(max_message, bool) or not isinstance(max_message, int):
+        raise TypeError(f"max_message must be an int or None, not {type(max_message).__name__}")
+    if max_message < 1:
+        raise ValueError(f"max_message must be at least 1, got {max_message}")
+    return max_message
+
+
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _byte_view(data: Buffer, what: str) -> memoryview:
+    """A flat view of unsigned bytes over any C-contiguous buffer."""
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(f"{what} must be a bytes-like object, not {type(data).__name__}") from None
+    if view.format != "B" or view.ndim != 1:
+        if not view.c_contiguous:
+            view.release()
+            raise TypeError(f"{what} must be a C-contiguous buffer")
+        view = view.cast("B")
+    return view
+
+
+def _bind(function: Callable[..., Any], options: dict[str, Any]) -> Callable[..., Any]:
+    return functools.partial(function, **options) if options else function
+
+
+def _map_file(path: PathLike) -> tuple[_mmap.mmap | None, memoryview]:
+    """A read-only mapping of the file at ``path`` and a byte view of it; (None, empty view)
+    for an empty file, which cannot be mapped. The file descriptor is closed on return (the
+    mapping keeps its own).
+
+    If another process truncates the file while the mapping is in use, reading the lost pages
+    kills the process with SIGBUS: map only files that nothing shortens meanwhile.
+    """
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"mmap=True needs a regular file, and {os.fspath(path)!r} is not one")
+        if info.st_size == 0:
+            return None, memoryview(b"")
+        mapping = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_READ)
+    return mapping, memoryview(mapping)
+
+
+def _write_all(file: IO[bytes], data: bytes | memoryview) -> None:
+    """Write every byte: raw files may write fewer bytes than asked and say so."""
+    written = file.write(data)
+    if not isinstance(written, int) or written >= len(data):
+        return
+    with memoryview(data) as rest:
+        while written < len(rest):
+            n = file.write(rest[written:])
+            if n is None:
+                raise BlockingIOError(
+                    "the file is non-blocking and accepts no more bytes; StreamWriter needs a "
+                    "blocking file"
+                )
+            written += n
+
+
+# --------------------------------------------------------------------------- writer
+
+
+class StreamWriter:
+    """Write many messages into one stream: a path or a binary file object.
+
+    ``StreamWriter(file, **dumps_options)`` writes the stream magic at once; ``write(obj)``
+    encodes one object with :func:`amber.dumps` (given ``dumps_options``) and frames it;
+    ``close()`` writes the end marker. Use it as a context manager::
+
+        with amber.StreamWriter("events.ambs") as out:
+            for event in events:
+                out.write(event)
+
+    A path is written atomically: the stream goes to a temporary file in the same directory,
+    which is flushed, fsynced and renamed over the target by a clean ``close()``. An exception
+    inside the ``with`` block, a failed write or :meth:`abort` discards the temporary file and
+    leaves any existing target untouched.
+
+    A file object (a file opened ``"wb"``, a ``BytesIO``, a socket's ``makefile("wb")``) is
+    written in place, flushed by ``close()`` but not closed. After an exception inside the
+    ``with`` block no end marker is written, so that readers see the stream as truncated.
+
+    An object that cannot be encoded raises :class:`amber.EncodeError` (or whatever ``dumps``
+    raised) and writes nothing: the writer stays usable. A failed write to the file (an
+    ``OSError``) aborts the writer, since a partial frame may have reached the file.
+    """
+
+    def __init__(self, file: PathLike | IO[bytes], **dumps_options: Any) -> None:
+        self._dumps = _bind(dumps, dumps_options)
+        self._count = 0
+        self._closed = False
+        self._temp: str | None = None
+        self._target: str | None = None
+        if isinstance(file, (str, os.PathLike)):
+            self._target = os.fspath(file)
+            directory = os.path.dirname(os.path.abspath(self._target))
+            fd, self._temp = tempfile.mkstemp(
+                prefix=_TEMP_PREFIX, suffix=_TEMP_SUFFIX, dir=directory
+            )
+            try:
+                self._file: IO[bytes] = os.fdopen(fd, "wb", buffering=_READ_CHUNK)
+            except BaseException:
+                os.close(fd)
+                self._discard_temp()
+                raise
+        elif isinstance(file, io.TextIOBase):
+            raise TypeError("StreamWriter needs a binary file (opened with 'wb'), not a text file")
+        elif not callable(getattr(file, "write", None)):
+            raise TypeError(
+                f"StreamWriter needs a path or a binary file object, not {type(file).__name__}"
+            )
+        else:
+            self._file = file
+        # A buffered file writes everything or raises; a raw one may write fewer bytes.
+        self._write: Callable[[bytes | memoryview], object] = (
+            self._file.write
+            if isinstance(self._file, io.BufferedIOBase)
+            else functools.partial(_write_all, self._file)
+        )
+        self._write_frame_bytes(STREAM_MAGIC)
+
+    @property
+    def count(self) -> int:
+        """The number of messages written so far."""
+        return self._count
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` or :meth:`abort` (or a failed write)."""
+        return self._closed
+
+    def write(self, obj: Any) -> None:
+        """Encode ``obj`` and append it to the stream as one message.
+
+        The object is encoded completely before anything is written: if encoding fails,
+        nothing of it reaches the stream and the writer stays usable.
+        """
+        if self._closed:
+            raise ValueError("write to a closed StreamWriter")
+        self._write_frame(self._dumps(obj))
+
+    def write_payload(self, payload: Buffer) -> None:
+        """Append an already encoded payload (from :func:`amber.dumps`, or read from another
+        stream) as one message. Only its magic is checked; its contents are framed unchanged.
+        """
+        self._check_open()
+        view = _byte_view(payload, "payload")
+        with view:
+            if bytes(view[:2]) != _PAYLOAD_MAGIC:
+                found = bytes(view[:3]).hex(" ") or "nothing"
+                is_stream = bytes(view[:2]) == STREAM_MAGIC[:2]
+                hint = " (that is a stream, not a payload)" if is_stream else ""
+                raise ValueError(
+                    f"write_payload needs an amber payload starting with ab 41, got {found}{hint}"
+                )
+            self._write_frame(view)
+
+    def close(self) -> None:
+        """Write the end marker and flush; for a path, fsync and rename the temporary file over
+        the target. Closing twice does nothing."""
+        if self._closed:
+            return
+        self._write_frame_bytes(_END_MARKER)
+        try:
+            flush = getattr(self._file, "flush", None)
+            if flush is not None:
+                flush()
+            if self._temp is not None:
+                os.fsync(self._file.fileno())
+                self._file.close()
+                assert self._target is not None
+                os.replace(self._temp, self._target)
+                self._temp = None
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+
+    def abort(self) -> None:
+        """Stop without an end marker: for a path, delete the temporary file (any existing
+        target stays as it was); a file object is left as it is, without an end marker, so that
+        readers see a truncated stream. Does nothing once closed."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._temp is not None:
+            try:
+                self._file.close()
+            except OSError:
+                pass  # the file is being thrown away; the error that led here matters more
+            self._discard_temp()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        # A writer dropped without close() must not leave a temporary file behind; nor may it
+        # publish the stream, since the program may have stopped half-way.
+        if getattr(self, "_temp", None) is not None and not getattr(self, "_closed", True):
+            try:
+                warnings.warn(
+                    f"StreamWriter for {self._target!r} was not closed; the stream is discarded",
+                    ResourceWarning,
+                    stacklevel=2,
+                    source=self,
+                )
+                self.abort()
+            except Exception:
+                pass  # at interpreter shutdown the modules used here may be gone
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("write to a closed StreamWriter")
+
+    def _write_frame(self, payload: bytes | memoryview) -> None:
+        # never empty: a payload has passed the magic check, or comes from dumps
+        length = len(payload)
+        try:
+            if length < 0x80:
+                self._write(_ONE_BYTE_LENGTHS[length] + payload)
+            elif length < _JOIN_FRAME_BELOW:
+                self._write(_varint(length) + payload)
+            else:
+                self._write(_varint(length))
+                self._write(payload)
+        except BaseException:
+            self.abort()
+            raise
+        self._count += 1
+
+    def _write_frame_bytes(self, part: bytes) -> None:
+        try:
+            self._write(part)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _discard_temp(self) -> None:
+        if self._temp is None:
+            return
+        try:
+            os.unlink(self._temp)
+        except FileNotFoundError:
+            pass
+        self._temp = None
+
+
+# --------------------------------------------------------------------------- reader
+
+_HEADER, _FRAMES, _DONE = 0, 1, 2
+
+
+class StreamReader:
+    """Read the messages of a stream one at a time.
+
+    ``source`` is a path, a binary file object (seekable or not: a file, ``BytesIO``, a pipe,
+    a socket's ``makefile("rb")``) or a bytes-like object (``bytes``, ``memoryview``,
+    ``mmap``...). Iterating decodes one message at a time with :func:`amber.loads` (given
+    ``loads_options``); :meth:`read_payload` returns the next raw payload instead and
+    :meth:`skip` passes over messages without decoding them.
+
+    Memory stays bounded by the largest message, not the stream: a file is read in chunks, and
+    a frame's declared length is never allocated up front, only the bytes that really arrive.
+    A frame longer than ``max_message`` bytes (default :data:`DEFAULT_MAX_MESSAGE`, 2 GiB) is a
+    :class:`amber.DecodeLimitError` of kind ``message_limit``; one longer than what is left of a
+    source whose size is known (bytes, regular files) fails at once as ``truncated``.
+
+    The stream must end with its end marker and nothing after it: a stream that stops at a
+    frame boundary without one (its writer died) is a ``truncated`` error, unless
+    ``require_end=False`` (a log still being appended to), which ends the iteration there.
+    Reading to the end therefore needs the source to end: over a socket, the writer shuts down
+    its side after the stream.
+
+    ``mmap=True`` (with a path only) maps the file read-only and decodes each message straight
+    from the mapping, without reading the file into memory. If another process truncates the
+    file while it is mapped, touching the lost pages kills the process with SIGBUS: use it only
+    on files that nothing shortens meanwhile.
+
+    Errors are :class:`amber.DecodeError` with ``.kind``, ``.offset`` (a byte offset in the
+    stream) and ``.message_index``; an error in a payload is the one ``loads`` raised, of the
+    same class and kind, with its offset moved into the stream. Any error leaves the reader
+    failed: later calls raise again. (To get past a message that does not decode, read
+    payloads with :meth:`read_payload` and decode them with ``loads`` yourself.) The reader is
+    a context manager; closing it closes a file (or mapping) that it opened itself.
+    """
+
+    def __init__(
+        self,
+        source: StreamSource,
+        *,
+        require_end: bool = True,
+        max_message: int | None = None,
+        mmap: bool = False,
+        **loads_options: Any,
+    ) -> None:
+        self._require_end = _check_flag("require_end", require_end)
+        self._max_message = _check_max_message(max_message)
+        use_mmap = _check_flag("mmap", mmap)
+        self._loads = _bind(loads, loads_options)
+        self._state = _HEADER
+        self._index = 0
+        self._failure: BaseException | None = None
+        self._closed = False
+        self._mapping: _mmap.mmap | None = None
+        self._owned: IO[bytes] | None = None
+        self._file: IO[bytes] | None = None
+        self._read: Callable[[int], bytes | None] | None = None
+        self._eof = False
+        self._seekable = False
+        # Unread input is self._data[self._pos:]; self._base is the stream offset of
+        # self._data[0]. A file is read into a bytearray that is compacted as it is consumed;
+        # a buffer source is one memoryview over the whole stream.
+        self._pos = 0
+        self._base = 0
+        self._data: bytearray | memoryview
+        # A view of all of self._data, for slicing payloads out of it; while self._data is a
+        # bytearray, it is dropped before the bytearray changes size.
+        self._view: memoryview | None = None
+        self._frame_offset = 0  # stream offset of the frame being read
+        self._released = 0  # with a mapping: the pages before this offset are handed back
+        self._varint_size = 0  # size of its length varint
+        if isinstance(source, (str, os.PathLike)):
+            if use_mmap:
+                self._mapping, self._data = _map_file(source)
+                self._view = self._data
+            else:
+                self._owned = open(source, "rb", buffering=0)
+                self._attach_file(self._owned)
+            return
+        if use_mmap:
+            raise ValueError(f"mmap=True needs a path, not {type(source).__name__}")
+        if isinstance(source, io.TextIOBase):
+            raise TypeError("StreamReader needs a binary file (opened with 'rb'), not a text file")
+        try:
+            self._data = self._view = _byte_view(source, "source")  # type: ignore[arg-type]
+        except TypeError:
+            if not callable(getattr(source, "read", None)):
+                raise TypeError(
+                    "StreamReader needs a path, a binary file object or a bytes-like object, "
+                    f"not {type(source).__name__}"
+                ) from None
+            self._attach_file(source)  # type: ignore[arg-type]
+
+    def _attach_file(self, file: IO[bytes]) -> None:
+        self._file = file
+        self._read = getattr(file, "read1", None) or file.read
+        self._data = bytearray()
+        try:
+            self._seekable = bool(file.seekable())
+        except (AttributeError, OSError, ValueError):
+            self._seekable = False
+
+    @property
+    def index(self) -> int:
+        """The number of messages consumed so far: decoded, read or skipped."""
+        return self._index
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        """The next message, decoded."""
+        # Fast path: a frame with a one-byte length, wholly buffered, as most frames of a stream
+        # of small messages are. Anything else goes the general way.
+        data = self._data
+        pos = self._pos
+        if self._state == _FRAMES and self._failure is None and pos < len(data):
+            length = data[pos]
+            end = pos + 1 + length
+            if (
+                0 < length < 0x80
+                and end <= len(data)
+                and length <= self._max_message
+                and (self._mapping is None or pos - self._released < _MAPPED_RELEASE_STEP)
+            ):
+                view = self._view
+                if view is None:
+                    view = self._view = memoryview(data)
+                self._pos = end
+                self._index += 1
+                with view[pos + 1 : end] as payload:
+                    try:
+                        return self._loads(payload)
+                    except Exception as err:
+                        self._payload_failed(err, self._index - 1, self._base + pos + 1)
+                        raise
+        return self._next_general()
+
+    def _next_general(self) -> Any:
+        length = self._next_frame()
+        if length is None:
+            raise StopIteration
+        payload = self._take_payload(length)
+        try:
+            return self._loads(payload)
+        except Exception as err:
+            self._payload_failed(err, self._index - 1, self._frame_offset + self._varint_size)
+            raise
+        finally:
+            payload.release()
+
+    def _payload_failed(self, err: Exception, index: int, payload_offset: int) -> None:
+        if isinstance(err, DecodeError):
+            _payload_error(err, index, payload_offset)
+        self._failure = err
+
+    def read_payload(self) -> bytes | memoryview | None:
+        """The next message's payload, not decoded; None at the end of the stream.
+
+        From a bytes-like source or a mapping this is a memoryview into it (no copy; it keeps
+        the source alive); from a file, a ``bytes`` copy.
+        """
+        length = self._next_frame()
+        if length is None:
+            return None
+        payload = self._take_payload(length)
+        if self._file is None:
+            return payload
+        with payload:
+            return payload.tobytes()
+
+    def skip(self, n: int = 1) -> int:
+        """Pass over the next ``n`` messages without decoding them; returns how many were
+        skipped (fewer only at the end of the stream). A seekable file seeks past them; any
+        other file is read and discarded in bounded chunks."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"skip() takes an int, not {type(n).__name__}")
+        if n < 0:
+            raise ValueError(f"skip() needs n >= 0, got {n}")
+        for done in range(n):
+            length = self._next_frame()
+            if length is None:
+                return done
+            self._guarded(self._skip_payload, length)
+        return n
+
+    def close(self) -> None:
+        """Release the source: close the file or mapping the reader opened itself (a file
+        object passed in stays open). Closing twice does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._state = _DONE
+        for view in (self._view, self._data):
+            if isinstance(view, memoryview):
+                view.release()  # payload views handed out stay valid: they hold the buffer
+        self._view = None
+        self._data = bytearray()
+        if self._mapping is not None:
+            try:
+                self._mapping.close()
+            except BufferError:
+                pass  # payload views from read_payload() keep it mapped until they are freed
+            self._mapping = None
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- framing
+
+    def _guarded(self, step: Callable[..., Any], *args: Any) -> Any:
+        """Run one reading step; any exception leaves the reader failed."""
+        if self._failure is not None:
+            raise _failed_again(self._failure, "StreamReader")
+        if self._closed:
+            raise ValueError("read from a closed StreamReader")
+        try:
+            return step(*args)
+        except Exception as err:
+            self._failure = err
+            raise
+
+    def _next_frame(self) -> int | None:
+        """Read the next frame's length (None at the end of the stream), leaving the position
+        on its payload."""
+        return self._guarded(self._read_frame_length)  # type: ignore[no-any-return]
+
+    def _read_frame_length(self) -> int | None:
+        if self._state == _HEADER:
+            self._read_header()
+        if self._state == _DONE:
+            return None
+        data = self._data
+        pos = self._pos
+        self._frame_offset = self._base + pos
+        if self._mapping is not None and pos - self._released >= _MAPPED_RELEASE_STEP:
+            self._release_pages(pos)
+        if pos < len(data) and 0 < data[pos] < 0x80:
+            self._pos = pos + 1
+            self._varint_size = 1
+            length: int = data[pos]
+        else:
+            length = self._read_varint()
+            if length == 0:
+                self._end_of_stream()
+                return None
+        if length > self._max_message:
+            raise _stream_error(
+                "message_limit",
+                self._frame_offset,
+                self._index,
+                f"frame of {length} bytes is larger than max_message={self._max_message}",
+                DecodeLimitError,
+            )
+        if length > len(self._data) - self._pos:
+            left = self._bytes_left()
+            if left is not None and length > left:
+                raise self._cut(
+                    f"frame declares a payload of {length} bytes but only {left} bytes are left"
+                )
+        return length
+
+    def _read_varint(self) -> int:
+        """The varint at the position (the first byte may not be buffered yet)."""
+        while True:
+            parsed = _parse_varint(self._data, self._pos, self._frame_offset, self._index)
+            if parsed is not None:
+                value, after = parsed
+                self._varint_size = after - self._pos
+                self._pos = after
+                return value
+            have = len(self._data) - self._pos
+            if not self._fill(have + 1):
+                if have == 0:
+                    if self._require_end:
+                        raise _stream_error(
+                            "truncated",
+                            self._frame_offset,
+                            self._index,
+                            f"the stream ends after {self._index} messages without its end "
+                            "marker 00 (its writer did not close it); pass require_end=False "
+                            "to read a stream that is still being written",
+                        )
+                    self._state = _DONE
+                    return 0
+                raise self._cut("the stream ends inside a frame length")
+
+    def _end_of_stream(self) -> None:
+        """After the end marker: the source must end too."""
+        self._state = _DONE
+        if self._fill(1):
+            raise _stream_error(
+                "trailing_bytes",
+                self._base + self._pos,
+                self._index,
+                "bytes follow the stream's end marker",
+            )
+
+    def _read_header(self) -> None:
+        self._fill(3)
+        header = self._data[self._pos : self._pos + 3]
+        _check_header(header, complete=True)
+        self._pos += 3
+        self._state = _FRAMES
+
+    def _cut(self, detail: str) -> DecodeError:
+        return _stream_error("truncated", self._frame_offset, self._index, detail)
+
+    def _take_payload(self, length: int) -> memoryview:
+        """A view of the whole payload of ``length`` bytes at the position, which moves past it;
+        the caller releases the view."""
+        if not self._guarded(self._fill, length):
+            raise self._fail_cut(length)
+        start = self._pos
+        self._pos += length
+        self._index += 1
+        if self._view is None:
+            self._view = memoryview(self._data)
+        return self._view[start : start + length]
+
+    def _fail_cut(self, length: int) -> DecodeError:
+        have = len(self._data) - self._pos
+        err = self._cut(f"the stream ends inside a frame: {have} of its {length} bytes are there")
+        self._failure = err
+        return err
+
+    def _skip_payload(self, length: int) -> None:
+        have = len(self._data) - self._pos
+        if length <= have:
+            self._pos += length
+            self._index += 1
+            return
+        assert self._file is not None  # a buffer source has checked the length against its size
+        rest = length - have
+        self._release_view()
+        self._base += len(self._data)
+        self._data = bytearray()
+        self._pos = 0
+        if self._seekable:
+            # _read_frame_length has checked the length against the file's size
+            self._file.seek(rest, os.SEEK_CUR)
+        else:
+            while rest:
+                chunk = self._read_chunk(min(rest, _READ_CHUNK))
+                if not chunk:
+                    raise self._cut(
+                        f"the stream ends inside a frame: {length - rest} of its {length} "
+                        "bytes are there"
+                    )
+                rest -= len(chunk)
+        self._base += length - have
+        self._index += 1
+
+    # -- input
+
+    def _bytes_left(self) -> int | None:
+        """Bytes from the position to the end of the source, when its size is known."""
+        if self._file is None:
+            return len(self._data) - self._pos
+        if not self._seekable:
+            return None
+        here = self._file.tell()
+        end = self._file.seek(0, os.SEEK_END)
+        self._file.seek(here)
+        return end - here + len(self._data) - self._pos
+
+    def _release_pages(self, end: int) -> None:
+        """Drop the mapped pages before ``end`` from this process (not from the page cache):
+        they are read again from the file if a payload view handed out touches them."""
+        assert self._mapping is not None
+        end -= end % _mmap.PAGESIZE
+        advice = getattr(_mmap, "MADV_DONTNEED", None)
+        if advice is not None and end > self._released:
+            self._mapping.madvise(advice, self._released, end - self._released)
+        self._released = end
+
+    def _release_view(self) -> None:
+        if self._view is not None:
+            self._view.release()
+            self._view = None
+
+    def _read_chunk(self, size: int) -> bytes:
+        if self._eof:
+            return b""
+        assert self._read is not None
+        chunk = self._read(size)
+        if chunk is None:
+            raise BlockingIOError(
+                "the file is non-blocking and has no data ready; StreamReader needs a blocking file"
+            )
+        if not isinstance(chunk, (bytes, bytearray)):
+            raise TypeError(
+                f"the file's read() returned {type(chunk).__name__}; StreamReader needs a file "
+                "opened in binary mode"
+            )
+        if not chunk:
+            self._eof = True
+        return chunk
+
+    def _fill(self, need: int) -> bool:
+        """Have at least ``need`` unread bytes buffered; False if the source ends first."""
+        data = self._data
+        have = len(data) - self._pos
+        if have >= need:
+            return True
+        if not isinstance(data, bytearray):
+            return False
+        self._release_view()
+        if self._pos:
+            del data[: self._pos]
+            self._base += self._pos
+            self._pos = 0
+        while have < need:
+            chunk = self._read_chunk(max(_READ_CHUNK, min(need - have, have)))
+            if not chunk:
+                return False
+            data += chunk
+            have += len(chunk)
+        return True
+
+
+# --------------------------------------------------------------------------- incremental decoder
+
+
+class StreamDecoder:
+    """Decode a stream fed in chunks of any size, as they arrive (from a socket, an event
+    loop, a network protocol).
+
+    ``feed(chunk)`` returns the messages that ``chunk`` completes, decoded with
+    :func:`amber.loads` (given ``loads_options``): none, one or many. ``close()`` says that no
+    more input will come, and raises if the stream was cut inside a frame or (unless
+    ``require_end=False``) lacks its end marker. ``finished`` turns True once the end marker
+    has been fed; bytes after it are an error.
+
+    A message lying entirely inside one chunk is decoded from the chunk itself, without a copy;
+    only a message split across chunks is gathered, in a buffer that grows as its bytes
+    arrive (a declared length is never allocated up front). ``max_message`` caps the frame
+    length as for :class:`StreamReader`. The caller may reuse its chunk buffer after ``feed``
+    returns.
+
+    Any error leaves the decoder failed (later calls raise again); it never skips ahead to
+    the next frame. Nothing decoded is lost to an error: when a chunk completes some messages
+    and then fails, ``feed`` returns those messages and the error is raised by the next call to
+    ``feed`` or ``close``. Errors carry ``.kind``, ``.offset`` (in the stream) and
+    ``.message_index``, as for :class:`StreamReader`.
+    """
+
+    def __init__(
+        self,
+        *,
+        require_end: bool = True,
+        max_message: int | None = None,
+        **loads_options: Any,
+    ) -> None:
+        self._require_end = _check_flag("require_end", require_end)
+        self._max_message = _check_max_message(max_message)
+        self._loads = _bind(loads, loads_options)
+        self._state = _HEADER
+        self._closed = False
+        self._header = bytearray()
+        # The frame being gathered across chunks: its bytes so far (length varint included),
+        # and once the varint is complete, the varint's size and the payload length.
+        self._pending = bytearray()
+        self._pending_varint = 0
+        self._pending_length = 0
+        self._offset = 0  # stream offset of the first byte not yet part of a finished frame
+        self._index = 0
+        self._failure: BaseException | None = None
+        self._failure_raised = False
+
+    @property
+    def finished(self) -> bool:
+        """True once the end marker has been fed."""
+        return self._state == _DONE
+
+    @property
+    def index(self) -> int:
+        """The number of messages taken from the stream so far."""
+        return self._index
+
+    def feed(self, chunk: Buffer) -> list[Any]:
+        """Take the next bytes of the stream; return the messages they complete, in order."""
+        self._check_usable()
+        view = _byte_view(chunk, "chunk")
+        out: list[Any] = []
+        try:
+            self._consume(view, out)
+        except Exception as err:
+            self._failure = err
+            if out:
+                return out  # the error waits for the next call, so these are not lost
+            self._failure_raised = True
+            raise
+        finally:
+            view.release()
+        return out
+
+    def close(self) -> None:
+        """Declare the end of the input: raise :class:`amber.DecodeError` (``truncated``) if
+        the stream stops inside its header or a frame, or lacks its end marker while
+        ``require_end`` is True. Closing twice does nothing."""
+        self._check_usable(closing=True)
+        if self._closed:
+            return
+        try:
+            if self._state == _HEADER:
+                _check_header(self._header, complete=True)
+            elif self._state == _FRAMES:
+                if self._pending:
+                    raise _stream_error(
+                        "truncated",
+                        self._offset,
+                        self._index,
+                        f"the stream ends inside a frame ({len(self._pending)} bytes of it "
+                        "arrived)",
+                    )
+                if self._require_end:
+                    raise _stream_error(
+                        "truncated",
+                        self._offset,
+                        self._index,
+                        f"the stream ends after {self._index} messages without its end marker "
+                        "00 (its writer did not close it); pass require_end=False to accept a "
+                        "stream that is still being written",
+                    )
+        except Exception as err:
+            self._failure = err
+            self._failure_raised = True
+            raise
+        self._closed = True
+
+    def _check_usable(self, closing: bool = False) -> None:
+        failure = self._failure
+        if failure is not None:
+            if not self._failure_raised:
+                self._failure_raised = True
+                raise failure
+            raise _failed_again(failure, "StreamDecoder")
+        if self._closed and not closing:
+            raise ValueError("feed() on a closed StreamDecoder")
+
+    def _consume(self, view: memoryview, out: list[Any]) -> None:
+        pos = 0
+        end = len(view)
+        if self._state == _HEADER:
+            pos = min(3 - len(self._header), end)
+            self._header += view[:pos]
+            _check_header(self._header, complete=False)
+            if len(self._header) < 3:
+                return
+            self._state = _FRAMES
+            self._offset = 3
+        if self._state == _DONE:
+            if pos < end:
+                raise self._trailing(self._offset, self._index)
+            return
+        if self._pending:
+            pos = self._continue_pending(view, pos, out)
+            if self._pending:
+                return
+        max_message = self._max_message
+        loads_ = self._loads
+        base = self._offset - pos  # the stream offset of view[0]
+        index = self._index
+        try:
+            while pos < end:
+                length = view[pos]
+                after = pos + 1
+                if length >= 0x80:
+                    parsed = _parse_varint(view, pos, base + pos, index)
+                    if parsed is None:
+                        self._pending = bytearray(view[pos:])
+                        return
+                    length, after = parsed
+                elif length == 0:
+                    self._state = _DONE
+                    pos = after
+                    if pos < end:
+                        raise self._trailing(base + pos, index)
+                    return
+                if length > max_message:
+                    raise self._too_large(length, base + pos, index)
+                stop = after + length
+                if stop > end:
+                    self._pending = bytearray(view[pos:])
+                    self._pending_varint = after - pos
+                    self._pending_length = length
+                    return
+                index += 1
+                with view[after:stop] as payload:
+                    try:
+                        out.append(loads_(payload))
+                    except DecodeError as err:
+                        _payload_error(err, index - 1, base + after)
+                        raise
+                pos = stop
+        finally:
+            self._offset = base + pos
+            self._index = index
+
+    def _continue_pending(self, view: memoryview, pos: int, out: list[Any]) -> int:
+        """Add bytes from ``view[pos:]`` to the frame being gathered; decode it when complete.
+        Returns the position after the bytes taken."""
+        pending = self._pending
+        end = len(view)
+        if not self._pending_length:
+            # Only the varint is incomplete. A varint that needs more than one byte declares at
+            # least 128 bytes, so taking up to 10 bytes never takes bytes of the next frame.
+            take = min(_MAX_VARINT_BYTES - len(pending), end - pos)
+            pending += view[pos : pos + take]
+            pos += take
+            parsed = _parse_varint(pending, 0, self._offset, self._index)
+            if parsed is None:
+                return pos
+            length, self._pending_varint = parsed
+            if length > self._max_message:
+                raise self._too_large(length, self._offset, self._index)
+            self._pending_length = length
+        total = self._pending_varint + self._pending_length
+        take = min(total - len(pending), end - pos)
+        pending += view[pos : pos + take]
+        pos += take
+        if len(pending) < total:
+            return pos
+        with memoryview(pending) as whole, whole[self._pending_varint :] as payload:
+            out.append(self._decode(payload, self._offset + self._pending_varint))
+        self._offset += total
+        self._pending = bytearray()
+        self._pending_varint = 0
+        self._pending_length = 0
+        return pos
+
+    def _decode(self, payload: memoryview, payload_offset: int) -> Any:
+        index = self._index
+        self._index += 1
+        try:
+            return self._loads(payload)
+        except DecodeError as err:
+            _payload_error(err, index, payload_offset)
+            raise
+
+    def _too_large(self, length: int, offset: int, index: int) -> DecodeError:
+        return _stream_error(
+            "message_limit",
+            offset,
+            index,
+            f"frame of {length} bytes is larger than max_message={self._max_message}",
+            DecodeLimitError,
+        )
+
+    def _trailing(self, offset: int, index: int) -> DecodeError:
+        return _stream_error(
+            "trailing_bytes", offset, index, "bytes follow the stream's end marker"
+        )
+
+
+def iter_load(source: StreamSource, **options: Any) -> Iterator[Any]:
+    """Yield the messages of a stream one at a time: a generator over :class:`StreamReader`
+    (``options`` are its keyword arguments and those of :func:`amber.loads`), which closes
+    a file it opened when the iteration ends or the generator is closed."""
+    with StreamReader(source, **options) as reader:
+        yield from reader
