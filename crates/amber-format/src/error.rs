@@ -71,11 +71,14 @@ pub enum ErrorKind {
     /// The buffer an OUT_OF_BAND value refers to does not fit it: a length other than the one
     /// the payload declares, or not one contiguous block of bytes.
     BufferMismatch,
+    /// A stream frame declares a payload longer than the reader's `max_message` (spec section
+    /// 11; the stream reader is in the Python package).
+    MessageLimit,
 }
 
 impl ErrorKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [ErrorKind; 31] = [
+    pub const ALL: [ErrorKind; 32] = [
         ErrorKind::BadMagic,
         ErrorKind::UnsupportedVersion,
         ErrorKind::UnsupportedFeature,
@@ -107,6 +110,7 @@ impl ErrorKind {
         ErrorKind::BadState,
         ErrorKind::MissingBuffer,
         ErrorKind::BufferMismatch,
+        ErrorKind::MessageLimit,
     ];
 
     /// The snake_case name used by the spec, the vectors and Python.
@@ -143,6 +147,7 @@ impl ErrorKind {
             ErrorKind::BadState => "bad_state",
             ErrorKind::MissingBuffer => "missing_buffer",
             ErrorKind::BufferMismatch => "buffer_mismatch",
+            ErrorKind::MessageLimit => "message_limit",
         }
     }
 
@@ -150,7 +155,10 @@ impl ErrorKind {
     pub const fn is_limit(self) -> bool {
         matches!(
             self,
-            ErrorKind::DepthLimit | ErrorKind::AllocLimit | ErrorKind::HashLimit
+            ErrorKind::DepthLimit
+                | ErrorKind::AllocLimit
+                | ErrorKind::HashLimit
+                | ErrorKind::MessageLimit
         )
     }
 }
