@@ -51,6 +51,13 @@ pub trait Sink {
         self.push(tag);
         self.put_varint(value);
     }
+    /// Appends a tag byte and then `N` fixed bytes (floats). Sinks override this with
+    /// fixed-size stores, for the reason given at [`Sink::put_varint`].
+    #[inline]
+    fn put_tag_fixed<const N: usize>(&mut self, tag: u8, bytes: [u8; N]) {
+        self.push(tag);
+        self.extend_from_slice(&bytes);
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -202,11 +209,10 @@ impl<S: Sink> Writer<S> {
     pub fn float(&mut self, v: f64) {
         let narrow = v as f32;
         if !v.is_nan() && f64::from(narrow).to_bits() == v.to_bits() {
-            self.byte(Tag::Float32.code());
-            self.buf.extend_from_slice(&narrow.to_le_bytes());
+            self.buf
+                .put_tag_fixed(Tag::Float32.code(), narrow.to_le_bytes());
         } else {
-            self.byte(Tag::Float64.code());
-            self.buf.extend_from_slice(&v.to_le_bytes());
+            self.buf.put_tag_fixed(Tag::Float64.code(), v.to_le_bytes());
         }
     }
 

@@ -65,7 +65,7 @@ impl PyEncoder<'_> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn float(&mut self, obj: *mut ffi::PyObject) {
         if self.write_value_ref_if_seen(obj) {
             return;

@@ -193,6 +193,19 @@ impl Sink for BytesSink {
     }
 
     #[inline]
+    fn put_tag_fixed<const N: usize>(&mut self, tag: u8, bytes: [u8; N]) {
+        if self.room(1 + N) {
+            // SAFETY: room for the tag and N bytes was just checked; an array has no
+            // alignment requirement beyond a byte.
+            unsafe {
+                *self.data.add(self.len) = tag;
+                std::ptr::write_unaligned(self.data.add(self.len + 1).cast::<[u8; N]>(), bytes);
+            }
+            self.len += 1 + N;
+        }
+    }
+
+    #[inline]
     fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
