@@ -145,6 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--small", type=int, default=100_000)
+    parser.add_argument("--out", type=Path, help="also write the table to this markdown file")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -152,21 +153,29 @@ def main() -> None:
         return
     import amber
 
-    print(f"amber {amber.__version__}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    python = sys.version.split()[0]
+    lines = [f"amber {amber.__version__}, Python {python}, {os.cpu_count()} CPUs", ""]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="amber-stream-bench-") as tmp:
         for count in (args.small, args.messages):
             rows += measure(count, Path(tmp))
     header = f"| {'messages':>9} | {'operation':<36} | {'file size':>10} | {'time':>8} | "
     header += f"{'messages/s':>11} | {'peak RSS growth':>15} |"
-    print(header)
-    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    lines.append(header)
+    lines.append("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for r in rows:
         growth = "-" if r["growth"] is None else mib(r["growth"])
-        print(
+        lines.append(
             f"| {r['messages']:>9,} | {r['op']:<36} | {mib(r['size']):>10} | "
             f"{r['seconds']:>6.2f} s | {r['messages'] / r['seconds']:>11,.0f} | {growth:>15} |"
         )
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        temp = args.out.with_name(args.out.name + ".tmp")
+        temp.write_text("# Streams: write and read back, peak memory\n\n" + text)
+        os.replace(temp, args.out)
 
 
 if __name__ == "__main__":

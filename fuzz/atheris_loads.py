@@ -14,6 +14,7 @@ import atheris
 
 with atheris.instrument_imports():
     import amber
+    from amber._amber import _trace
     from amber._compare import graph_diff
 
 # The classes the spec's vectors name, so mutated class payloads reach the code that builds
@@ -34,8 +35,17 @@ def test_one_input(data: bytes) -> None:
         options["placeholders"] = True
     try:
         value = amber.loads(data, max_depth=64, **options)
-    except amber.DecodeError:
+    except amber.DecodeError as error:
+        if mode == 2:
+            # The trace decodes as loads(placeholders=True) does, and must fail the same way.
+            traced = _trace(data, max_depth=64)[2]
+            assert traced is not None and (traced.kind, traced.offset) == (
+                error.kind,
+                error.offset,
+            ), (traced, error)
         return
+    if mode == 2:
+        assert _trace(data, max_depth=64)[2] is None
     again = amber.loads(amber.dumps(value), **options)
     difference = graph_diff(value, again)
     if difference is not None:

@@ -16,6 +16,7 @@ __all__ = [
     "Decoder",
     "EncodeError",
     "Encoder",
+    "_trace",
     "dumps",
     "loads",
 ]
@@ -26,6 +27,20 @@ DEFAULT_MAX_DEPTH: Final[int]
 OOB_THRESHOLD: Final[int]
 
 _Types = Iterable[type | tuple[str, type]] | Mapping[str, type] | None
+# (module, qualname, kind name, field names) of an OBJECT shape.
+_Shape = tuple[str, str, str, tuple[str, ...]]
+# What a traced value is: ("scalar",), ("unknown",), ("supersede",), ("data", length),
+# ("container", items), ("ext", code name, blob length or None),
+# ("object", shape number, defines the shape, shape), ("ref", target offset, table index).
+_TraceInfo = (
+    tuple[Literal["scalar", "unknown", "supersede"]]
+    | tuple[Literal["data", "container"], int]
+    | tuple[Literal["ext"], str, int | None]
+    | tuple[Literal["object"], int, bool, _Shape]
+    | tuple[Literal["ref"], int, int]
+)
+# (offset, end, depth, tag, tag name, head end, table index when tracked, info, value)
+_TraceEvent = tuple[int, int | None, int, int, str, int | None, int | None, _TraceInfo, Any]
 _Custom = Iterable[CustomType[Any]] | None
 _BufferCallback = Callable[[memoryview], object] | None
 
@@ -63,6 +78,13 @@ def loads(
     placeholders: bool = False,
     buffers: Iterable[Buffer] | None = None,
 ) -> Any: ...
+def _trace(
+    data: Buffer,
+    *,
+    max_depth: int = 1000,
+    max_alloc: int | None = None,
+    max_events: int | None = None,
+) -> tuple[list[_TraceEvent], int, DecodeError | None]: ...
 
 @final
 class Encoder:

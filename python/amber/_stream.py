@@ -1,6 +1,6 @@
 """Streams: many amber payloads framed one after another in a file, pipe or socket.
 
-The layout (the draft spec section "Streams"):
+The layout (spec/format.md, section 11):
 
     ab 53 01                 stream magic and stream version 1
     varint L, L bytes        one frame per message: L >= 1, then one complete amber payload

@@ -106,6 +106,39 @@ pub trait Builder {
         shape: usize,
         values: Vec<Self::Obj>,
     ) -> Result<Self::Obj, BuildError>;
+
+    // Tracing hooks. The decoder reports where each value sits, so that a builder can record
+    // the payload's structure as the checks pass it (see [`crate::trace`]). They do nothing by
+    // default, and the decoder calls them only when `TRACES` is set: a constant, so that for
+    // other builders the calls vanish at compile time and the decoder's code stays as it was.
+
+    /// Whether the decoder calls the tracing hooks below.
+    const TRACES: bool = false;
+
+    /// A value starts: its tag byte `tag` is at absolute offset `at`, inside `depth` open
+    /// nesting levels (0 for the root). Called for every value, a REF included (also the REF
+    /// that ends a SUPERSEDE), before any other call about it.
+    #[inline(always)]
+    fn trace_start(&mut self, _at: usize, _tag: u8, _depth: u32) {}
+    /// The innermost started value is complete: `end` is the absolute offset just past it and
+    /// `obj` what it decoded to. Not called for a value whose decoding failed.
+    #[inline(always)]
+    fn trace_end(&mut self, _end: usize, _obj: &Self::Obj) {}
+    /// The innermost started value has a TRACKED tag: entry `index` of the identity table.
+    #[inline(always)]
+    fn trace_tracked(&mut self, _index: usize) {}
+    /// The innermost started value is a REF to the tag at absolute offset `target`, which is
+    /// entry `index` of the identity table.
+    #[inline(always)]
+    fn trace_reference(&mut self, _target: usize, _index: usize) {}
+    /// The innermost started value is an EXT value with this code.
+    #[inline(always)]
+    fn trace_ext(&mut self, _code: ExtCode) {}
+    /// The innermost started value is an OBJECT of shape number `shape`; `defines` when the
+    /// shape's definition is part of it (the definition was passed to
+    /// [`Builder::define_shape`] just before).
+    #[inline(always)]
+    fn trace_object(&mut self, _shape: usize, _defines: bool) {}
 }
 
 /// Decodes one payload with `builder`, enforcing `limits`.
@@ -391,6 +424,18 @@ impl<'a, B: Builder> Decoder<'a, B> {
     fn value(&mut self) -> Result<B::Obj, DecodeError> {
         let at = self.pos;
         let tag = self.byte()?;
+        if B::TRACES {
+            self.builder.trace_start(at, tag, self.depth);
+            let obj = self.after_tag(tag, at)?;
+            self.builder.trace_end(self.pos, &obj);
+            return Ok(obj);
+        }
+        self.after_tag(tag, at)
+    }
+
+    /// The value whose tag byte `tag` (at `at`) was just read.
+    #[inline(always)]
+    fn after_tag(&mut self, tag: u8, at: usize) -> Result<B::Obj, DecodeError> {
         let built = match tag {
             0x00..=0x3F => self.builder.int(i64::from(tag)),
             0x80..=0x8F => self.builder.int(i64::from(tag) - 0x90),
@@ -418,7 +463,11 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 offset: at - self.body,
                 obj: None,
             });
-            Some(self.tracked.len() - 1)
+            let index = self.tracked.len() - 1;
+            if B::TRACES {
+                self.builder.trace_tracked(index);
+            }
+            Some(index)
         } else {
             None
         };
@@ -698,9 +747,16 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 found
             }
         };
-        match found.and_then(|i| self.tracked.get(i)) {
-            Some(TrackedSlot { obj: Some(obj), .. }) => Ok(obj.clone()),
-            Some(TrackedSlot { obj: None, .. }) => Err(DecodeError::new(
+        match found.and_then(|i| self.tracked.get(i).map(|slot| (i, slot))) {
+            Some((index, TrackedSlot { obj: Some(obj), .. })) => {
+                if B::TRACES {
+                    // The target is below `here`, so it fits and the sum stays in the input.
+                    self.builder
+                        .trace_reference(self.body.saturating_add(target as usize), index);
+                }
+                Ok(obj.clone())
+            }
+            Some((_, TrackedSlot { obj: None, .. })) => Err(DecodeError::new(
                 ErrorKind::IncompleteReference,
                 at,
                 format!("reference to body offset {target}: an immutable value still being built"),
@@ -735,7 +791,14 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 ))
             }
         }
+        if B::TRACES {
+            self.builder
+                .trace_start(ref_at, Tag::Ref.code(), self.depth);
+        }
         let result = self.reference(ref_at);
+        if let (true, Ok(obj)) = (B::TRACES, &result) {
+            self.builder.trace_end(self.pos, obj);
+        }
         self.leave();
         result
     }
@@ -749,6 +812,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 format!("EXT code {number} is not defined"),
             ));
         };
+        if B::TRACES {
+            self.builder.trace_ext(code);
+        }
         let what = code.spec_name();
         match code.layout() {
             ExtLayout::Blob => {
@@ -815,6 +881,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 ))
             }
         };
+        if B::TRACES {
+            self.builder.trace_object(shape, number == 0);
+        }
         let (kind, n) = self
             .shapes
             .get(shape)

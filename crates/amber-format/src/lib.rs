@@ -17,6 +17,7 @@ pub mod model;
 pub mod object;
 pub mod stack;
 pub mod tag;
+pub mod trace;
 pub mod varint;
 
 pub use decode::{decode, Builder};

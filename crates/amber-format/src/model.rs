@@ -201,8 +201,10 @@ fn is_identity_bearing(node: &Node) -> bool {
     }
 }
 
+/// Builds a [`Graph`] (with the host-neutral key rules of the spec), for [`Graph::decode`] and
+/// [`crate::trace::trace_graph`].
 #[derive(Default)]
-struct GraphBuilder {
+pub(crate) struct GraphBuilder {
     nodes: Vec<Node>,
     /// Shapes defined so far in this payload.
     shapes: Vec<ShapeDef>,

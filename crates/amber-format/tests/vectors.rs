@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use amber_format::model::{Graph, Node, NodeId};
+use amber_format::trace::{Event, Info};
 use amber_format::{ExtCode, Limits, ObjectKind, ShapeDef, Tag};
 use serde_json::{Map, Value};
 
@@ -311,6 +312,103 @@ fn error_vectors_fail_with_the_right_kind_and_offset() {
         opaque_blobs < vectors.len(),
         "every vector was skipped as an opaque blob"
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The limits a vector's options ask for.
+fn vector_limits(v: &Value) -> Limits {
+    let mut limits = Limits::default();
+    if let Some(depth) = v["options"]["max_depth"].as_u64() {
+        limits.max_depth = depth as u32;
+    }
+    if let Some(alloc) = v["options"]["max_alloc"].as_u64() {
+        limits.max_alloc = Some(alloc);
+    }
+    limits
+}
+
+/// Checks that the events from `index` on describe one complete value whose tag is at
+/// `start`, `depth` levels deep: its children, one level deeper, follow its head without
+/// gaps and end where it ends (a str, bytes or blob ends with its data instead). Returns the
+/// index of the event after the value's last descendant.
+fn check_tiling(
+    events: &[Event<NodeId>],
+    index: usize,
+    start: usize,
+    depth: u32,
+) -> Result<usize, String> {
+    let e = events
+        .get(index)
+        .ok_or(format!("no event for the value at {start}"))?;
+    if (e.offset, e.depth) != (start, depth) {
+        return Err(format!(
+            "event {index} is at {} depth {}, expected at {start} depth {depth}",
+            e.offset, e.depth
+        ));
+    }
+    let (Some(end), Some(head_end)) = (e.end, e.head_end) else {
+        return Err(format!("the value at {start} is incomplete"));
+    };
+    if !(start < head_end && head_end <= end) {
+        return Err(format!(
+            "the value at {start} has its head end at {head_end}, past {end}"
+        ));
+    }
+    let mut next = index + 1;
+    if matches!(e.info, Info::Data { .. } | Info::Ext { blob: Some(_), .. }) {
+        return Ok(next);
+    }
+    let mut at = head_end;
+    while at < end {
+        let child = next;
+        next = check_tiling(events, child, at, depth + 1)?;
+        at = events[child].end.unwrap_or(end);
+    }
+    if at != end {
+        return Err(format!(
+            "the value at {start} ends at {end}, its children at {at}"
+        ));
+    }
+    Ok(next)
+}
+
+#[test]
+fn traces_decode_like_the_decoder_and_tile_the_payload() {
+    let mut failures = Vec::new();
+    for file in ["values.json", "errors.json"] {
+        for v in &load(file) {
+            let name = v["name"].as_str().unwrap_or("?");
+            let data = hex(v);
+            let limits = vector_limits(v);
+            let trace = amber_format::trace::trace_graph(&data, &limits, usize::MAX);
+            match (Graph::decode(&data, &limits), &trace.result) {
+                (Ok(_), Ok(_)) => {
+                    let tiled = check_tiling(&trace.events, 0, 3, 0).and_then(|next| {
+                        let root_end = trace.events[0].end;
+                        if next != trace.events.len() || trace.values != next {
+                            Err(format!("{} events after the root", trace.values - next))
+                        } else if root_end != Some(data.len()) {
+                            Err(format!(
+                                "root ends at {root_end:?}, payload at {}",
+                                data.len()
+                            ))
+                        } else {
+                            Ok(())
+                        }
+                    });
+                    if let Err(problem) = tiled {
+                        failures.push(format!("{file} {name}: {problem}"));
+                    }
+                }
+                (Err(a), Err(b)) if (a.kind, a.offset) == (b.kind, b.offset) => {}
+                (plain, traced) => failures.push(format!(
+                    "{file} {name}: decodes to {:?}, traced to {:?}",
+                    plain.map(|_| ()),
+                    traced.as_ref().map(|_| ())
+                )),
+            }
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -351,28 +351,27 @@ fn check_buffers(buffers: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<obje
     Ok(Some(out))
 }
 
-fn loads_impl(
+/// Runs `f` on the bytes of `data`: a bytes object as it is, anything else through a
+/// C-contiguous buffer view held for the call. `what` names the caller in the TypeError for
+/// an object without such a buffer.
+fn with_input<R>(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
-    limits: &Limits,
-    classes: &decode::ClassOptions,
-    buffers: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Py<PyAny>> {
-    let buffers = check_buffers(buffers)?;
-    let buffers = buffers.as_deref();
+    what: &str,
+    f: impl FnOnce(&[u8]) -> PyResult<R>,
+) -> PyResult<R> {
     let ptr = data.as_ptr();
     // SAFETY: type check on a live object.
     if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
-        // SAFETY: ptr is a bytes object kept alive by `data` for the whole decode, and
-        // bytes are immutable.
+        // SAFETY: ptr is a bytes object kept alive by `data` for the whole call, and bytes
+        // are immutable.
         let slice = unsafe {
             std::slice::from_raw_parts(
                 ffi::PyBytes_AS_STRING(ptr).cast::<u8>(),
                 ffi::Py_SIZE(ptr) as usize,
             )
         };
-        return decode::decode_bytes(py, slice, limits, classes, buffers)
-            .map_err(|f| decode_error(py, f));
+        return f(slice);
     }
     // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
     let mut view = BufferView(unsafe { std::mem::zeroed() });
@@ -380,7 +379,7 @@ fn loads_impl(
     if unsafe { ffi::PyObject_GetBuffer(ptr, &mut view.0, ffi::PyBUF_SIMPLE) } < 0 {
         let cause = PyErr::take(py);
         let err = PyTypeError::new_err(format!(
-            "loads() needs bytes, bytearray, memoryview or another C-contiguous buffer, got {}",
+            "{what} needs bytes, bytearray, memoryview or another C-contiguous buffer, got {}",
             data.get_type()
                 .name()
                 .map(|n| n.to_string())
@@ -394,13 +393,137 @@ fn loads_impl(
         &[]
     } else {
         // SAFETY: the view exports len contiguous bytes and stays valid until `view` drops;
-        // the exporter cannot resize while exported, and no Python code runs meanwhile.
+        // the exporter cannot resize while exported.
         unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
     };
-    let result =
-        decode::decode_bytes(py, slice, limits, classes, buffers).map_err(|f| decode_error(py, f));
+    let result = f(slice);
     drop(view);
     result
+}
+
+fn loads_impl(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    limits: &Limits,
+    classes: &decode::ClassOptions,
+    buffers: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let buffers = check_buffers(buffers)?;
+    let buffers = buffers.as_deref();
+    with_input(py, data, "loads()", |slice| {
+        decode::decode_bytes(py, slice, limits, classes, buffers).map_err(|f| decode_error(py, f))
+    })
+}
+
+/// One traced value as a Python tuple: `(offset, end, depth, tag, name, head_end, tracked,
+/// info, value)`; `info` is a tuple whose first item says what the value is.
+fn trace_event<'py>(
+    py: Python<'py>,
+    event: &amber_format::trace::Event<object::PyObj>,
+    shapes: &[Bound<'py, PyAny>],
+) -> PyResult<Bound<'py, PyAny>> {
+    use amber_format::trace::Info;
+    let kind = |name: &str| pyo3::types::PyString::intern(py, name);
+    let info = match event.info {
+        Info::Scalar => (kind("scalar"),).into_pyobject(py)?.into_any(),
+        Info::Unknown => (kind("unknown"),).into_pyobject(py)?.into_any(),
+        Info::Supersede => (kind("supersede"),).into_pyobject(py)?.into_any(),
+        Info::Data { len } => (kind("data"), len).into_pyobject(py)?.into_any(),
+        Info::Container { len } => (kind("container"), len).into_pyobject(py)?.into_any(),
+        Info::Ext { code, blob } => (kind("ext"), kind(code.spec_name()), blob)
+            .into_pyobject(py)?
+            .into_any(),
+        Info::Object { shape, defines } => {
+            let def = shapes.get(shape).cloned();
+            (kind("object"), shape, defines, def)
+                .into_pyobject(py)?
+                .into_any()
+        }
+        Info::Ref { target, index } => (kind("ref"), target, index).into_pyobject(py)?.into_any(),
+    };
+    let name = amber_format::Tag::of_byte(event.tag).map_or("RESERVED", |t| t.spec_name());
+    let value = match &event.value {
+        // SAFETY: the trace holds a strong reference; the Bound takes its own.
+        Some(obj) => unsafe { Bound::from_borrowed_ptr(py, obj.as_ptr()) },
+        None => py.None().into_bound(py),
+    };
+    let row = (
+        event.offset,
+        event.end,
+        event.depth,
+        event.tag,
+        kind(name),
+        event.head_end,
+        event.tracked,
+        info,
+        value,
+    );
+    Ok(row.into_pyobject(py)?.into_any())
+}
+
+/// _trace(data, *, max_depth=1000, max_alloc=None, max_events=None)
+///     -> (events, values, error)
+///
+/// Decodes `data` as `loads(data, placeholders=True)` does and reports where each value sits
+/// in it, for `amber inspect` and `amber stats`. `events` lists the first `max_events` values
+/// (all by default) in the order of their tags, each as `(offset, end, depth, tag, name,
+/// head_end, tracked, info, value)`; `values` counts all of them. `error` is the
+/// `DecodeError` that ended the decode (not raised), or None.
+#[pyfunction]
+#[pyo3(
+    name = "_trace",
+    signature = (data, *, max_depth = None, max_alloc = None, max_events = None),
+    text_signature = "(data, *, max_depth=1000, max_alloc=None, max_events=None)"
+)]
+fn trace<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    max_depth: Option<&Bound<'py, PyAny>>,
+    max_alloc: Option<&Bound<'py, PyAny>>,
+    max_events: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let limits = Limits {
+        max_depth: check_depth(max_depth)?,
+        max_alloc: check_alloc(max_alloc)?,
+    };
+    let max_events = match max_events.filter(|v| !v.is_none()) {
+        None => usize::MAX,
+        Some(v) => {
+            usize::try_from(int_option("max_events", v, 0..=u64::MAX)?).unwrap_or(usize::MAX)
+        }
+    };
+    let classes = class_options(py, None, None, "ignore", true)?;
+    with_input(py, data, "_trace()", |slice| {
+        let (trace, failure) = decode::trace_bytes(py, slice, &limits, &classes, max_events);
+        let error = match failure {
+            None => py.None().into_bound(py),
+            Some(decode::DecodeFailure::Python(err)) => return Err(err),
+            Some(failure) => decode_error(py, failure)
+                .into_value(py)
+                .into_bound(py)
+                .into_any(),
+        };
+        let shapes = trace
+            .shapes
+            .iter()
+            .map(|s| {
+                let fields = pyo3::types::PyTuple::new(py, &s.fields)?;
+                (
+                    s.module.as_str(),
+                    s.qualname.as_str(),
+                    s.kind.spec_name(),
+                    fields,
+                )
+                    .into_pyobject(py)
+                    .map(Bound::into_any)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let events = pyo3::types::PyList::empty(py);
+        for event in &trace.events {
+            events.append(trace_event(py, event, &shapes)?)?;
+        }
+        Ok((events, trace.values, error).into_pyobject(py)?.into_any())
+    })
 }
 
 /// dumps(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, canonical=False,
@@ -634,6 +757,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pylong::set_digit_bits(digit_bits);
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
+    m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_class::<Encoder>()?;
     m.add_class::<Decoder>()?;
     m.add("EncodeError", py.get_type::<EncodeError>())?;

@@ -27,6 +27,8 @@ impl Builder for PyBuilder<'_, '_> {
     fn complex(&mut self, re: f64, im: f64) -> Result<PyObj, BuildError> {
         self.make_complex(re, im)
     }
+    // Always inlined, as `make_str` is, for the same reason.
+    #[inline(always)]
     fn str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
         self.make_str(utf8, c"strict")
     }
@@ -80,7 +82,8 @@ impl Builder for PyBuilder<'_, '_> {
         self.guard_key(container, key)
     }
 
-    #[inline]
+    // Always inlined, as `make_str` is, for the same reason.
+    #[inline(always)]
     fn dict_insert(&mut self, dict: &PyObj, key: PyObj, value: PyObj) -> Result<(), BuildError> {
         let dict_ptr = dict.as_ptr().cast::<ffi::PyDictObject>();
         // SAFETY: dict is an exact dict we created; ma_used is its item count (read directly:

@@ -9,6 +9,7 @@ mod numpy;
 mod oob;
 mod scalars;
 
+use amber_format::trace::{Trace, Tracer};
 use amber_format::{decode, BuildError, DecodeError, Limits};
 use pyo3::prelude::*;
 
@@ -90,4 +91,29 @@ pub fn decode_bytes(
             _ => Err(DecodeFailure::Format(err, builder.refused.take())),
         },
     }
+}
+
+/// Decodes `data` as [`decode_bytes`] does (same checks, same objects), recording the first
+/// `max_events` values' places in the payload (see `amber_format::trace`). The failure, if
+/// any, comes with the trace of what was read before it.
+pub fn trace_bytes(
+    py: Python<'_>,
+    data: &[u8],
+    limits: &Limits,
+    classes: &ClassOptions,
+    max_events: usize,
+) -> (Trace<PyObj>, Option<DecodeFailure>) {
+    let builder = PyBuilder::new(py, data.len(), classes, None);
+    let (trace, mut builder) = Tracer::new(builder, max_events).run(data, limits);
+    let failure = trace
+        .result
+        .as_ref()
+        .err()
+        .map(|err| match builder.error.take() {
+            Some(py_err) if err.kind == amber_format::ErrorKind::Host => {
+                DecodeFailure::Python(py_err)
+            }
+            _ => DecodeFailure::Format(err.clone(), builder.refused.take()),
+        });
+    (trace, failure)
 }

@@ -71,7 +71,9 @@ impl PyBuilder<'_, '_> {
     /// A str from bytes the payload says are UTF-8. ASCII, the common case, is copied into a
     /// new compact str without a second validation pass; anything else goes to CPython's
     /// decoder, which validates it.
-    #[inline]
+    // Always inlined: LLVM stops inlining it once `_trace` decodes through it too, which costs
+    // `loads` a call per str.
+    #[inline(always)]
     pub(super) fn make_str(
         &mut self,
         utf8: &[u8],

@@ -1,0 +1,566 @@
+//! A payload's structure, value by value, as the decoder checks it: for tools that show
+//! what a payload holds (`amber inspect`, `amber stats`) without re-reading the format.
+//!
+//! A [`Tracer`] wraps any [`Builder`]: it passes every call on to it, so the values are
+//! built and the keys checked exactly as without tracing, and it records one [`Event`] per
+//! value from the decoder's tracing hooks. Since the decoder makes every check, a trace of
+//! bad input ends where the decoder stops, with the same error.
+
+use crate::decode::{decode, Builder};
+use crate::error::{BuildError, DecodeError};
+use crate::ext::ExtCode;
+use crate::limits::Limits;
+use crate::model::{GraphBuilder, NodeId};
+use crate::object::ShapeDef;
+use crate::tag::Tag;
+
+/// What a value is, beyond its tag byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Info {
+    /// None, a bool, an int in a tag or INT, a float or a complex: nothing beyond the object.
+    Scalar,
+    /// A str, bytes, bytearray or BIGINT whose last `len` bytes are its data.
+    Data {
+        /// Bytes of data at the end of the value.
+        len: usize,
+    },
+    /// A list, tuple, dict, set or frozenset of `len` items (pairs, for a dict).
+    Container {
+        /// Declared number of items or pairs.
+        len: usize,
+    },
+    /// An EXT value; `blob` is the blob's length for a blob layout, `None` for a composite.
+    Ext {
+        /// The EXT code.
+        code: ExtCode,
+        /// The blob's length, once read.
+        blob: Option<usize>,
+    },
+    /// An OBJECT of shape number `shape`; `defines` when the shape's definition is in it.
+    Object {
+        /// The shape number (an index into [`Trace::shapes`]).
+        shape: usize,
+        /// Whether this OBJECT holds the shape's definition.
+        defines: bool,
+    },
+    /// A REF to the value whose tag is at absolute offset `target`, entry `index` of the
+    /// identity table.
+    Ref {
+        /// Absolute offset of the target's tag.
+        target: usize,
+        /// The target's entry in the identity table.
+        index: usize,
+    },
+    /// A SUPERSEDE: its first child is decoded and dropped, its second (a REF) is its value.
+    Supersede,
+    /// Not known yet: the decode stopped before the value said more.
+    Unknown,
+}
+
+/// One value of a payload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event<O> {
+    /// Absolute offset of the value's tag.
+    pub offset: usize,
+    /// Absolute offset just past the value; `None` when the decode failed inside it.
+    pub end: Option<usize>,
+    /// Nesting levels open around the value: 0 for the root.
+    pub depth: u32,
+    /// The tag byte.
+    pub tag: u8,
+    /// Absolute offset where the value's tag and length fields end: where its first child
+    /// starts, or where its data starts; `None` when the decode failed before that was known.
+    pub head_end: Option<usize>,
+    /// The value's entry in the identity table, when its tag is TRACKED.
+    pub tracked: Option<usize>,
+    /// What the value is.
+    pub info: Info,
+    /// What the value decoded to; `None` when the decode failed inside it.
+    pub value: Option<O>,
+}
+
+/// The events of a decode and how it ended.
+#[derive(Debug)]
+pub struct Trace<O> {
+    /// The first events, in the order of the values' tags (at most the number asked for).
+    pub events: Vec<Event<O>>,
+    /// How many values were started in all, recorded or not.
+    pub values: usize,
+    /// The shape definitions, by shape number.
+    pub shapes: Vec<ShapeDef>,
+    /// The root value, or the decoder's error.
+    pub result: Result<O, DecodeError>,
+}
+
+/// A [`Builder`] that records the decoder's tracing hooks and passes every build call on to
+/// `inner`.
+pub struct Tracer<B: Builder> {
+    inner: B,
+    events: Vec<Event<B::Obj>>,
+    /// Index in `events` of each value still open, innermost last (`None` once past the
+    /// number of events to record).
+    open: Vec<Option<usize>>,
+    max_events: usize,
+    values: usize,
+    shapes: Vec<ShapeDef>,
+}
+
+impl<B: Builder> Tracer<B> {
+    /// A tracer over `inner` that records the first `max_events` values (the rest are still
+    /// decoded and checked, and counted).
+    pub fn new(inner: B, max_events: usize) -> Self {
+        Tracer {
+            inner,
+            events: Vec::new(),
+            open: Vec::new(),
+            max_events,
+            values: 0,
+            shapes: Vec::new(),
+        }
+    }
+
+    /// Decodes `data` and returns the trace with the inner builder.
+    pub fn run(mut self, data: &[u8], limits: &Limits) -> (Trace<B::Obj>, B) {
+        let result = decode(data, limits, &mut self);
+        let trace = Trace {
+            events: self.events,
+            values: self.values,
+            shapes: self.shapes,
+            result,
+        };
+        (trace, self.inner)
+    }
+
+    /// The innermost open value, if it is recorded.
+    fn current(&mut self) -> Option<&mut Event<B::Obj>> {
+        let index = self.open.last().copied().flatten()?;
+        self.events.get_mut(index)
+    }
+
+    fn annotate(&mut self, info: Info) {
+        if let Some(event) = self.current() {
+            event.info = info;
+        }
+    }
+}
+
+/// Traces `data` with the host-neutral builder of [`crate::model`] and its key rules,
+/// recording at most `max_events` values; the values are node numbers of a graph that is not
+/// kept.
+pub fn trace_graph(data: &[u8], limits: &Limits, max_events: usize) -> Trace<NodeId> {
+    Tracer::new(GraphBuilder::default(), max_events)
+        .run(data, limits)
+        .0
+}
+
+impl<B: Builder> Builder for Tracer<B> {
+    type Obj = B::Obj;
+    const TRACES: bool = true;
+
+    fn trace_start(&mut self, at: usize, tag: u8, depth: u32) {
+        self.values = self.values.saturating_add(1);
+        // The parent's head ends where its first child starts.
+        if let Some(parent) = self.current() {
+            if parent.head_end.is_none() {
+                parent.head_end = Some(at);
+            }
+        }
+        let recorded = (self.events.len() < self.max_events).then(|| {
+            self.events.push(Event {
+                offset: at,
+                end: None,
+                depth,
+                tag,
+                head_end: None,
+                tracked: None,
+                info: if tag == Tag::Supersede.code() {
+                    Info::Supersede
+                } else {
+                    Info::Unknown
+                },
+                value: None,
+            });
+            self.events.len() - 1
+        });
+        self.open.push(recorded);
+    }
+
+    fn trace_end(&mut self, end: usize, obj: &B::Obj) {
+        if let Some(event) = self.current() {
+            event.end = Some(end);
+            if event.head_end.is_none() {
+                let data = match event.info {
+                    Info::Data { len }
+                    | Info::Ext {
+                        blob: Some(len), ..
+                    } => len,
+                    _ => 0,
+                };
+                event.head_end = Some(end.saturating_sub(data));
+            }
+            // Every other kind said what it is before its end.
+            if event.info == Info::Unknown {
+                event.info = Info::Scalar;
+            }
+            event.value = Some(obj.clone());
+        }
+        self.open.pop();
+    }
+
+    fn trace_tracked(&mut self, index: usize) {
+        if let Some(event) = self.current() {
+            event.tracked = Some(index);
+        }
+    }
+
+    fn trace_reference(&mut self, target: usize, index: usize) {
+        self.annotate(Info::Ref { target, index });
+    }
+
+    fn trace_ext(&mut self, code: ExtCode) {
+        self.annotate(Info::Ext { code, blob: None });
+    }
+
+    fn trace_object(&mut self, shape: usize, defines: bool) {
+        self.annotate(Info::Object { shape, defines });
+    }
+
+    fn none(&mut self) -> Result<B::Obj, BuildError> {
+        self.inner.none()
+    }
+    fn bool(&mut self, v: bool) -> Result<B::Obj, BuildError> {
+        self.inner.bool(v)
+    }
+    fn int(&mut self, v: i64) -> Result<B::Obj, BuildError> {
+        self.inner.int(v)
+    }
+    fn bigint(&mut self, twos_le: &[u8]) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Data { len: twos_le.len() });
+        self.inner.bigint(twos_le)
+    }
+    fn float(&mut self, v: f64) -> Result<B::Obj, BuildError> {
+        self.inner.float(v)
+    }
+    fn complex(&mut self, re: f64, im: f64) -> Result<B::Obj, BuildError> {
+        self.inner.complex(re, im)
+    }
+    fn str(&mut self, utf8: &[u8]) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Data { len: utf8.len() });
+        self.inner.str(utf8)
+    }
+    fn str_surrogates(&mut self, bytes: &[u8]) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Data { len: bytes.len() });
+        self.inner.str_surrogates(bytes)
+    }
+    fn bytes(&mut self, b: &[u8]) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Data { len: b.len() });
+        self.inner.bytes(b)
+    }
+    fn bytearray(&mut self, b: &[u8]) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Data { len: b.len() });
+        self.inner.bytearray(b)
+    }
+    fn list(&mut self, len: usize) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Container { len });
+        self.inner.list(len)
+    }
+    fn list_set(&mut self, list: &B::Obj, index: usize, item: B::Obj) {
+        self.inner.list_set(list, index, item);
+    }
+    fn tuple(&mut self, len: usize) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Container { len });
+        self.inner.tuple(len)
+    }
+    fn tuple_set(&mut self, tuple: &B::Obj, index: usize, item: B::Obj) {
+        self.inner.tuple_set(tuple, index, item);
+    }
+    fn dict(&mut self, len: usize) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Container { len });
+        self.inner.dict(len)
+    }
+    fn check_key(&mut self, container: &B::Obj, key: &B::Obj) -> Result<(), BuildError> {
+        self.inner.check_key(container, key)
+    }
+    fn dict_insert(&mut self, dict: &B::Obj, key: B::Obj, value: B::Obj) -> Result<(), BuildError> {
+        self.inner.dict_insert(dict, key, value)
+    }
+    fn set(&mut self, len: usize, frozen: bool) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Container { len });
+        self.inner.set(len, frozen)
+    }
+    fn set_add(&mut self, set: &B::Obj, item: B::Obj) -> Result<(), BuildError> {
+        self.inner.set_add(set, item)
+    }
+    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<B::Obj, BuildError> {
+        self.annotate(Info::Ext {
+            code,
+            blob: Some(blob.len()),
+        });
+        self.inner.ext_blob(code, blob)
+    }
+    fn ext_begin(&mut self, code: ExtCode) -> Result<B::Obj, BuildError> {
+        self.inner.ext_begin(code)
+    }
+    fn ext_finish(
+        &mut self,
+        code: ExtCode,
+        obj: &B::Obj,
+        values: Vec<B::Obj>,
+    ) -> Result<(), BuildError> {
+        self.inner.ext_finish(code, obj, values)
+    }
+    fn ext_build(&mut self, code: ExtCode, values: Vec<B::Obj>) -> Result<B::Obj, BuildError> {
+        self.inner.ext_build(code, values)
+    }
+    fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError> {
+        self.shapes.push(shape.clone());
+        self.inner.define_shape(index, shape)
+    }
+    fn object_begin(&mut self, shape: usize) -> Result<B::Obj, BuildError> {
+        self.inner.object_begin(shape)
+    }
+    fn object_set(
+        &mut self,
+        obj: &B::Obj,
+        shape: usize,
+        index: usize,
+        value: B::Obj,
+    ) -> Result<(), BuildError> {
+        self.inner.object_set(obj, shape, index, value)
+    }
+    fn object_finish(&mut self, obj: &B::Obj, shape: usize) -> Result<(), BuildError> {
+        self.inner.object_finish(obj, shape)
+    }
+    fn object_build(&mut self, shape: usize, values: Vec<B::Obj>) -> Result<B::Obj, BuildError> {
+        self.inner.object_build(shape, values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::object::ObjectKind;
+
+    fn payload(body: &[u8]) -> Vec<u8> {
+        let mut data = vec![0xAB, 0x41, 0x01];
+        data.extend_from_slice(body);
+        data
+    }
+
+    /// (offset, end, depth, tag, head_end, tracked, info) of each event.
+    type Row = (
+        usize,
+        Option<usize>,
+        u32,
+        u8,
+        Option<usize>,
+        Option<usize>,
+        Info,
+    );
+
+    fn rows(trace: &Trace<NodeId>) -> Vec<Row> {
+        trace
+            .events
+            .iter()
+            .map(|e| {
+                (
+                    e.offset, e.end, e.depth, e.tag, e.head_end, e.tracked, e.info,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shared_list_spec_example() {
+        // `l = []; [l, l]` from section 5.14: list of 2, tracked empty list, REF to it.
+        let trace = trace_graph(&payload(&[0x5A, 0xD8, 0x93, 0x01]), &Limits::default(), 100);
+        assert!(trace.result.is_ok());
+        assert_eq!(
+            rows(&trace),
+            vec![
+                (
+                    3,
+                    Some(7),
+                    0,
+                    0x5A,
+                    Some(4),
+                    None,
+                    Info::Container { len: 2 }
+                ),
+                (
+                    4,
+                    Some(5),
+                    1,
+                    0xD8,
+                    Some(5),
+                    Some(0),
+                    Info::Container { len: 0 }
+                ),
+                (
+                    5,
+                    Some(7),
+                    1,
+                    0x93,
+                    Some(7),
+                    None,
+                    Info::Ref {
+                        target: 4,
+                        index: 0
+                    }
+                ),
+            ]
+        );
+        assert_eq!(trace.values, 3);
+    }
+
+    #[test]
+    fn supersede_spec_example() {
+        // `t = ([],); t[0].append(t)` from section 6.5.
+        let body = [0x94, 0x5D, 0xD9, 0xDD, 0x93, 0x02, 0x93, 0x03];
+        let trace = trace_graph(&payload(&body), &Limits::default(), 100);
+        assert!(trace.result.is_ok());
+        let ref_to = |target, index| Info::Ref { target, index };
+        assert_eq!(
+            rows(&trace),
+            vec![
+                (3, Some(11), 0, 0x94, Some(4), None, Info::Supersede),
+                (
+                    4,
+                    Some(9),
+                    1,
+                    0x5D,
+                    Some(5),
+                    None,
+                    Info::Container { len: 1 }
+                ),
+                (
+                    5,
+                    Some(9),
+                    2,
+                    0xD9,
+                    Some(6),
+                    Some(0),
+                    Info::Container { len: 1 }
+                ),
+                (
+                    6,
+                    Some(9),
+                    3,
+                    0xDD,
+                    Some(7),
+                    Some(1),
+                    Info::Container { len: 1 }
+                ),
+                (7, Some(9), 4, 0x93, Some(9), None, ref_to(5, 0)),
+                (9, Some(11), 1, 0x93, Some(11), None, ref_to(6, 1)),
+            ]
+        );
+    }
+
+    #[test]
+    fn data_and_blobs_end_with_their_bytes() {
+        // ["hello", date(2024, 5, 17), 2**63]
+        let body = [
+            0x5B, 0x45, b'h', b'e', b'l', b'l', b'o', 0x76, 0x01, 0x04, 0xE8, 0x0F, 0x05, 0x11,
+            0x6D, 0x09, 0, 0, 0, 0, 0, 0, 0, 0x80, 0,
+        ];
+        let trace = trace_graph(&payload(&body), &Limits::default(), 100);
+        assert!(trace.result.is_ok());
+        let date = Info::Ext {
+            code: ExtCode::Date,
+            blob: Some(4),
+        };
+        assert_eq!(
+            rows(&trace),
+            vec![
+                (
+                    3,
+                    Some(28),
+                    0,
+                    0x5B,
+                    Some(4),
+                    None,
+                    Info::Container { len: 3 }
+                ),
+                (4, Some(10), 1, 0x45, Some(5), None, Info::Data { len: 5 }),
+                (10, Some(17), 1, 0x76, Some(13), None, date),
+                (17, Some(28), 1, 0x6D, Some(19), None, Info::Data { len: 9 }),
+            ]
+        );
+    }
+
+    #[test]
+    fn objects_name_their_shape() {
+        // [Point(1, 2), Point(3, 4)], section 5.17.8: shape 0 defined by the first OBJECT.
+        let mut body = vec![0x5A, 0x77, 0x00, 0x0F];
+        body.extend_from_slice(b"_vector_classes");
+        body.extend_from_slice(&[0x05, b'P', b'o', b'i', b'n', b't', 0x00, 0x02]);
+        body.extend_from_slice(&[0x01, b'x', 0x01, b'y', 0x01, 0x02, 0x77, 0x01, 0x03, 0x04]);
+        let data = payload(&body);
+        let trace = trace_graph(&data, &Limits::default(), 100);
+        assert!(trace.result.is_ok());
+        let objects: Vec<(usize, Option<usize>, Info)> = trace
+            .events
+            .iter()
+            .filter(|e| e.tag == 0x77)
+            .map(|e| (e.offset, e.head_end, e.info))
+            .collect();
+        // The first OBJECT's head is 30 bytes: tag, shape number 0, the module and qualname
+        // with their lengths (16 + 6), kind, field count and two 2-byte field names.
+        assert_eq!(
+            objects,
+            vec![
+                (
+                    4,
+                    Some(34),
+                    Info::Object {
+                        shape: 0,
+                        defines: true
+                    }
+                ),
+                (
+                    36,
+                    Some(38),
+                    Info::Object {
+                        shape: 0,
+                        defines: false
+                    }
+                ),
+            ]
+        );
+        assert_eq!(trace.shapes.len(), 1);
+        assert_eq!(trace.shapes[0].qualname, "Point");
+        assert_eq!(trace.shapes[0].kind, ObjectKind::Attrs);
+        assert_eq!(trace.shapes[0].fields, vec!["x", "y"]);
+        assert_eq!(trace.events.last().and_then(|e| e.end), Some(data.len()));
+    }
+
+    #[test]
+    fn a_failed_decode_keeps_the_values_before_the_error() {
+        // A list of 2: the int 1, then a 2-byte str with 1 byte left.
+        let trace = trace_graph(&payload(&[0x5A, 0x01, 0x42, 0x61]), &Limits::default(), 100);
+        let err = trace.result.as_ref().expect_err("truncated");
+        assert_eq!((err.kind, err.offset), (ErrorKind::Truncated, 5));
+        assert_eq!(
+            rows(&trace),
+            vec![
+                (3, None, 0, 0x5A, Some(4), None, Info::Container { len: 2 }),
+                (4, Some(5), 1, 0x01, Some(5), None, Info::Scalar),
+                (5, None, 1, 0x42, None, None, Info::Unknown),
+            ]
+        );
+    }
+
+    #[test]
+    fn events_past_the_limit_are_counted_not_kept() {
+        // [1, 2, 3, 4] as a LIST: five values, two kept.
+        let data = payload(&[0x71, 0x04, 0x01, 0x02, 0x03, 0x04]);
+        let trace = trace_graph(&data, &Limits::default(), 2);
+        assert!(trace.result.is_ok());
+        assert_eq!(trace.values, 5);
+        assert_eq!(trace.events.len(), 2);
+        assert_eq!(trace.events[0].end, Some(data.len()));
+        assert_eq!(trace.events[0].head_end, Some(5));
+    }
+}
