@@ -25,6 +25,7 @@ from typing import IO, Any, NoReturn
 from . import __version__, _inspect
 from ._amber import DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, DecodeError, EncodeError, dumps, loads
 from ._json import JsonMappingError, from_json, iter_json
+from ._stream import STREAM_MAGIC, StreamReader
 
 __all__ = ["main"]
 
@@ -172,9 +173,26 @@ class Payload:
 
 
 def payloads(data: bytearray) -> list[Payload]:
-    """The payloads an input holds, in order. Every command reads its input through this
-    one place; today an input is a single payload."""
-    return [Payload(data)]
+    """The payloads an input holds, in order: one, or each message of a stream (spec
+    section 11). Every command reads its input through this one place."""
+    if not data.startswith(STREAM_MAGIC):
+        return [Payload(data)]
+    found: list[Payload] = []
+    reader = StreamReader(bytes(data))
+    offset = len(STREAM_MAGIC)
+    try:
+        while (payload := reader.read_payload()) is not None:
+            length = len(payload)
+            offset += _varint_size(length)
+            found.append(Payload(bytes(payload), offset, f"message {len(found)} at {offset}"))
+            offset += length
+    except DecodeError as error:
+        raise CliError(f"invalid stream: {error}") from None
+    return found
+
+
+def _varint_size(n: int) -> int:
+    return max(1, (n.bit_length() + 6) // 7)
 
 
 def _one_payload(data: bytearray) -> Payload:
