@@ -3,6 +3,8 @@
 ``dumps``/``loads`` turn an object graph into bytes and back with every type, shared object
 and cycle intact. ``loads`` only ever builds the builtin types in the format: it never imports
 or runs code named by the payload, and it enforces depth and memory limits on hostile input.
+``dumps(..., key=..., compress=...)`` signs (HMAC-SHA256) and compresses (zstd, lz4) payloads;
+``loads(..., key=...)`` checks the signature before it decompresses or builds anything.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ._amber import (
     DEFAULT_MAX_DEPTH,
     FORMAT_VERSION,
     MAX_DEPTH_LIMIT,
+    MIN_KEY_LENGTH,
     OOB_THRESHOLD,
     ClassNotAllowedError,
     DecodeError,
@@ -22,8 +25,12 @@ from ._amber import (
     Decoder,
     EncodeError,
     Encoder,
+    SignatureError,
+    SigningKey,
     dumps,
+    envelope_info,
     loads,
+    verify,
 )
 from ._classes import CustomType, Placeholder
 
@@ -31,6 +38,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
+    "MIN_KEY_LENGTH",
     "OOB_THRESHOLD",
     "ClassNotAllowedError",
     "CustomType",
@@ -40,10 +48,14 @@ __all__ = [
     "EncodeError",
     "Encoder",
     "Placeholder",
+    "SignatureError",
+    "SigningKey",
     "dump",
     "dumps",
+    "envelope_info",
     "load",
     "loads",
+    "verify",
 ]
 
 __version__ = "0.1.0"
