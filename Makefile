@@ -47,10 +47,17 @@ fuzz: build
 $(CARGO_FUZZ):
 	cargo install --quiet --locked --root .tools cargo-fuzz
 
+# Both targets share FUZZ_SECONDS: half each.
+RUST_FUZZ_TARGETS := decode envelope
+
 fuzz-rust: $(CARGO_FUZZ) $(PY)
-	$(PY) fuzz/seed_corpus.py fuzz/corpus/decode
-	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO_FUZZ) run --sanitizer address decode corpus/decode -- \
-		-max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1
+	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO_FUZZ) build --sanitizer address
+	for target in $(RUST_FUZZ_TARGETS); do \
+		$(PY) fuzz/seed_corpus.py fuzz/corpus/$$target && \
+		(cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO_FUZZ) run --sanitizer address $$target \
+			corpus/$$target -- -max_total_time=$$(( $(FUZZ_SECONDS) / 2 )) -max_len=4096 \
+			-print_final_stats=1) || exit 1; \
+	done
 
 fuzz-python: $(PY)
 	$(PY) fuzz/seed_corpus.py fuzz/corpus/python

@@ -44,9 +44,32 @@ ERROR_KINDS = frozenset(
         "bad_state",
         "missing_buffer",
         "buffer_mismatch",
+        "signature_required",
+        "key_required",
+        "unknown_key",
+        "bad_signature",
+        "expired",
+        "timestamp_in_future",
+        "timestamp_required",
+        "bad_envelope",
+        "unknown_compression",
+        "bad_compression",
+        "size_mismatch",
+        "decompressed_too_large",
     }
 )
-LIMIT_KINDS = frozenset({"depth_limit", "alloc_limit", "hash_limit"})
+LIMIT_KINDS = frozenset({"depth_limit", "alloc_limit", "hash_limit", "decompressed_too_large"})
+SIGNATURE_KINDS = frozenset(
+    {
+        "signature_required",
+        "key_required",
+        "unknown_key",
+        "bad_signature",
+        "expired",
+        "timestamp_in_future",
+        "timestamp_required",
+    }
+)
 
 HEADER = b"\xab\x41\x01"
 

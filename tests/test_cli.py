@@ -520,3 +520,124 @@ def test_broken_pipe(tmp_path):
     assert err == b""
     assert status == 1
     assert os.path.exists(path)
+
+
+# -- signed, compressed and streamed inputs ---------------------------------------------------
+
+SECRET = b"a test secret of 32 bytes, ok!!!"
+
+
+def _key_file(tmp_path: Path, secret: bytes = SECRET) -> str:
+    return write(tmp_path, secret + b"\n", "key")
+
+
+def test_verify_accepts_the_right_key_and_names_it(cli, tmp_path):
+    key = amber.SigningKey(SECRET, id=b"2026-11")
+    path = write(tmp_path, amber.dumps([1, 2], key=key))
+    run = cli("verify", path, "--key-file", _key_file(tmp_path), "--key-id", "2026-11")
+    assert run.status == 0, run.err
+    assert run.text == "signature OK: signed with key id 2026-11\n"
+
+
+def test_verify_with_a_derived_key_id_from_the_environment(cli, tmp_path, monkeypatch):
+    path = write(tmp_path, amber.dumps({"a": 1}, key=SECRET, compress="zstd"))
+    monkeypatch.setenv("AMBER_TEST_KEY", SECRET.decode())
+    run = cli("verify", path, "--key-env", "AMBER_TEST_KEY")
+    assert run.status == 0, run.err
+    assert run.text.startswith("signature OK: signed with key id ")
+
+
+@pytest.mark.parametrize(
+    ("secret", "kind"),
+    [(b"another secret of 32 bytes, ok!!", "unknown_key")],
+)
+def test_verify_refuses_a_foreign_key(cli, tmp_path, secret, kind):
+    path = write(tmp_path, amber.dumps([1], key=SECRET))
+    run = cli("verify", path, "--key-file", _key_file(tmp_path, secret))
+    assert run.status == 1
+    assert kind in run.err and "Traceback" not in run.err
+    assert run.out == b""
+
+
+def test_verify_refuses_a_tampered_payload(cli, tmp_path):
+    data = bytearray(amber.dumps({"amount": 10}, key=SECRET))
+    data[-40] ^= 0x01  # a body byte, before the 32-byte tag
+    run = cli("verify", write(tmp_path, bytes(data)), "--key-file", _key_file(tmp_path))
+    assert run.status == 1
+    assert "bad_signature" in run.err
+
+
+def test_verify_refuses_unsigned_input_and_needs_a_key(cli, tmp_path):
+    path = write(tmp_path, amber.dumps([1]))
+    assert "signature_required" in cli("verify", path, "--key-file", _key_file(tmp_path)).err
+    run = cli("verify", path)
+    assert run.status == 1 and "needs a key" in run.err
+
+
+def test_verify_refuses_a_short_key_and_checks_the_age(cli, tmp_path, monkeypatch):
+    short = write(tmp_path, b"short", "short")
+    run = cli("verify", write(tmp_path, amber.dumps(1, key=SECRET)), "--key-file", short)
+    assert run.status == 1 and "at least 16" in run.err
+    monkeypatch.setattr("amber._clock.now", lambda: 1_000_000)
+    old = write(tmp_path, amber.dumps(1, key=SECRET, timestamp=True), "old.amb")
+    monkeypatch.setattr("amber._clock.now", lambda: 1_000_100)
+    args = ("verify", old, "--key-file", _key_file(tmp_path))
+    assert cli(*args, "--max-age", "200").status == 0
+    run = cli(*args, "--max-age", "50")
+    assert run.status == 1 and "expired" in run.err
+
+
+def test_inspect_a_signed_payload_needs_its_key(cli, tmp_path):
+    key = amber.SigningKey(SECRET, id=b"k1")
+    data = amber.dumps([7], key=key)
+    path = write(tmp_path, data)
+    run = cli("inspect", path)
+    assert run.status == 1 and "key_required" in run.err
+    assert run.lines()[0] == "envelope: signed with key id k1"
+    run = cli("inspect", path, "--key-file", _key_file(tmp_path), "--key-id", "k1")
+    assert run.status == 0, run.err
+    # header, key id length and id, signature flags: the list's tag is at 3 + 1 + 2 + 1.
+    rows = [LINE.match(line) for line in run.lines()[1:3]]
+    assert [(int(m.group(1)), m.group(4)) for m in rows if m] == [(0, "HEADER"), (7, "SHORT_LIST")]
+
+
+def test_inspect_a_compressed_payload_shows_the_body(cli, tmp_path):
+    value = list(range(100, 400))
+    data = amber.dumps(value, compress="zstd")
+    assert data[2] & 0x10, "expected the payload to be compressed"
+    run = cli("inspect", write(tmp_path, data), "--max-lines", "2")
+    assert run.status == 0, run.err
+    lines = run.lines()
+    assert lines[0].startswith("envelope: zstd-compressed")
+    assert "decompressed body" in lines[1]
+    plain = amber.dumps(value)
+    first = LINE.match(lines[2])
+    assert first is not None
+    # The body's first value is the list, at body offset 0: its tag and count, from the
+    # uncompressed payload.
+    assert int(first.group(1)) == 0 and first.group(4) == "LIST"
+    assert first.group(2).split()[:1] == [f"{plain[3]:02x}"]
+    assert lines[-1] == f"end: {len(plain) - 3} bytes, 301 values"
+
+
+def test_a_stream_is_shown_message_by_message(cli, tmp_path):
+    buffer = io.BytesIO()
+    with amber.StreamWriter(buffer) as writer:
+        writer.write(None)
+        writer.write([1, 2])
+        stream = buffer.getvalue()
+    stream += b"\x00"
+    path = write(tmp_path, stream, "s.ambs")
+    run = cli("inspect", path)
+    assert run.status == 0, run.err
+    lines = run.lines()
+    # ab 53 01 | 04 payload(4) | 06 payload(6) | 00: payloads start at 4 and 9.
+    assert lines[0] == "message 0 at 4:"
+    assert "message 1 at 9:" in lines
+    assert LINE.match(lines[lines.index("message 1 at 9:") + 2]).group(1) == "12"
+    stats = cli("stats", path, "--json")
+    assert stats.status == 0
+    documents = [json.loads(part) for part in re.split(r"(?m)^(?=\{)", stats.text) if part]
+    assert [d["label"] for d in documents] == ["message 0 at 4", "message 1 at 9"]
+    cut = cli("inspect", write(tmp_path, stream[:-3], "cut.ambs"))
+    assert cut.status == 1 and "truncated" in cut.err

@@ -15,6 +15,9 @@ from _common import ERROR_KINDS, LIMIT_KINDS
 from _hostile_data import int_container
 
 H = "ab 41 01 "
+# A signing key with the id "k1"; payloads signed by it are put together by hand below.
+K1 = amber.SigningKey(b"test_errors secret", id=b"k1")
+K2 = amber.SigningKey(b"test_errors secret", id=b"k2")
 
 
 # --------------------------------------------------------------------------- EncodeError
@@ -267,9 +270,8 @@ DECODE_ERRORS: list[tuple[str, str, int | None, dict]] = [
     ("ab 41 02 90", "unsupported_version", 2, {}),
     ("ab 41 00 90", "unsupported_version", 2, {}),
     ("ab 41 0f 90", "unsupported_version", 2, {}),
-    ("ab 41 11 90", "unsupported_feature", 2, {}),
-    ("ab 41 21 90", "unsupported_feature", 2, {}),
     ("ab 41 41 90", "unsupported_feature", 2, {}),
+    ("ab 41 51 90", "unsupported_feature", 2, {}),
     ("ab 41 81 90", "unsupported_feature", 2, {}),
     (H + "6e 00 00", "truncated", 4, {}),
     (H + "6f 00", "truncated", 4, {}),
@@ -383,6 +385,24 @@ DECODE_ERRORS: list[tuple[str, str, int | None, dict]] = [
     (H + "74 02 01 01", "duplicate_element", 6, {}),
     (H + "75 02 40 40", "duplicate_element", 6, {}),
     (H + "74 02 c1 61 93 02", "duplicate_element", 7, {}),
+    # The envelope (header flags 0x10, 0x20): key id "k1", no timestamp, None, a zero tag.
+    ("ab 41 21 90", "key_required", 2, {}),
+    (H + "90", "signature_required", 2, {"key": K1}),
+    ("ab 41 21 02 6b 31 00 90" + " 00" * 32, "unknown_key", 3, {"key": K2}),
+    ("ab 41 21 02 6b 31 00 90" + " 00" * 32, "bad_signature", 8, {"key": K1}),
+    ("ab 41 21 02 6b 31 00" + " 00" * 31, "truncated", 7, {"key": K1}),
+    ("ab 41 21 00 00 90" + " 00" * 32, "bad_envelope", 3, {"key": K1}),
+    ("ab 41 21 02 6b 31 04 90" + " 00" * 32, "bad_envelope", 6, {"key": K1}),
+    ("ab 41 11", "truncated", 3, {}),
+    ("ab 41 11 90", "unknown_compression", 3, {}),
+    ("ab 41 11 01 00 00", "bad_envelope", 4, {}),
+    ("ab 41 11 01 03 00", "bad_compression", 5, {}),
+    ("ab 41 11 02 03 20 90 90", "size_mismatch", 4, {}),
+    ("ab 41 11 02 05 00", "decompressed_too_large", 4, {"max_decompressed": 4}),
+    ("ab 41 11 02 ff ff ff ff 0f 00", "decompressed_too_large", 4, {}),
+    # An LZ4 block of the two literals 90 90: None, then a byte too many, at offset 1 of
+    # the decompressed body.
+    ("ab 41 11 02 02 20 90 90", "trailing_bytes", 1, {}),
 ]
 
 
@@ -396,7 +416,10 @@ def test_table_covers_every_error_kind():
         "hash_limit",
         "missing_buffer",
         "buffer_mismatch",
-    }  # tested below and in test_out_of_band.py
+        "expired",
+        "timestamp_in_future",
+        "timestamp_required",
+    }  # tested below, in test_out_of_band.py and in test_envelope.py
     assert kinds == ERROR_KINDS
 
 
@@ -461,13 +484,16 @@ def test_truncated_string_offsets():
         assert (info.value.kind, info.value.offset) == ("truncated", tag_offset), hexs
 
 
-def test_unsupported_feature_names_the_feature():
-    with pytest.raises(amber.DecodeError) as info:
+def test_header_flag_errors_name_the_feature():
+    with pytest.raises(amber.SignatureError) as info:
         amber.loads(bytes.fromhex("ab 41 21 90"))
-    assert "sign" in str(info.value).lower()
+    assert "signed" in str(info.value) and "key=" in str(info.value)
     with pytest.raises(amber.DecodeError) as info:
         amber.loads(bytes.fromhex("ab 41 11 90"))
-    assert "compress" in str(info.value).lower()
+    assert "compression" in str(info.value).lower()
+    with pytest.raises(amber.DecodeError) as info:
+        amber.loads(bytes.fromhex("ab 41 41 90"))
+    assert "string table" in str(info.value)
 
 
 def test_decode_error_message_mentions_kind_or_description():

@@ -5,6 +5,8 @@ and cycle intact. ``loads`` only ever builds the builtin types in the format: it
 or runs code named by the payload, and it enforces depth and memory limits on hostile input.
 ``StreamWriter``, ``StreamReader``, ``StreamDecoder`` and ``iter_load`` put many payloads in one
 file, pipe or socket.
+``dumps(..., key=..., compress=...)`` signs (HMAC-SHA256) and compresses (zstd, lz4) payloads;
+``loads(..., key=...)`` checks the signature before it decompresses or builds anything.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ._amber import (
     DEFAULT_MAX_DEPTH,
     FORMAT_VERSION,
     MAX_DEPTH_LIMIT,
+    MIN_KEY_LENGTH,
     OOB_THRESHOLD,
     ClassNotAllowedError,
     DecodeError,
@@ -24,8 +27,12 @@ from ._amber import (
     Decoder,
     EncodeError,
     Encoder,
+    SignatureError,
+    SigningKey,
     dumps,
+    envelope_info,
     loads,
+    verify,
 )
 from ._classes import CustomType, Placeholder
 from ._stream import (
@@ -43,6 +50,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
+    "MIN_KEY_LENGTH",
     "OOB_THRESHOLD",
     "STREAM_MAGIC",
     "ClassNotAllowedError",
@@ -53,14 +61,18 @@ __all__ = [
     "EncodeError",
     "Encoder",
     "Placeholder",
+    "SignatureError",
+    "SigningKey",
     "StreamDecoder",
     "StreamReader",
     "StreamWriter",
     "dump",
     "dumps",
+    "envelope_info",
     "iter_load",
     "load",
     "loads",
+    "verify",
 ]
 
 __version__ = "0.1.0"

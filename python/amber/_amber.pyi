@@ -1,5 +1,6 @@
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, final
+from datetime import timedelta
+from typing import Any, Final, Literal, TypedDict, final
 
 from typing_extensions import Buffer, Self
 
@@ -9,6 +10,7 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "FORMAT_VERSION",
     "MAX_DEPTH_LIMIT",
+    "MIN_KEY_LENGTH",
     "OOB_THRESHOLD",
     "ClassNotAllowedError",
     "DecodeError",
@@ -16,15 +18,20 @@ __all__ = [
     "Decoder",
     "EncodeError",
     "Encoder",
+    "SignatureError",
+    "SigningKey",
     "_trace",
     "dumps",
+    "envelope_info",
     "loads",
+    "verify",
 ]
 
 FORMAT_VERSION: Final[int]
 MAX_DEPTH_LIMIT: Final[int]
 DEFAULT_MAX_DEPTH: Final[int]
 OOB_THRESHOLD: Final[int]
+MIN_KEY_LENGTH: Final[int]
 
 _Types = Iterable[type | tuple[str, type]] | Mapping[str, type] | None
 # (module, qualname, kind name, field names) of an OBJECT shape.
@@ -43,6 +50,25 @@ _TraceInfo = (
 _TraceEvent = tuple[int, int | None, int, int, str, int | None, int | None, _TraceInfo, Any]
 _Custom = Iterable[CustomType[Any]] | None
 _BufferCallback = Callable[[memoryview], object] | None
+_Secret = bytes | bytearray | memoryview | str
+_Compress = Literal["zstd", "lz4"] | None
+_MaxAge = float | timedelta | None
+
+class _EnvelopeInfo(TypedDict):
+    signed: bool
+    key_id: bytes | None
+    timestamp: int | None
+    compression: Literal["zstd", "lz4"] | None
+    compressed_size: int | None
+    size: int
+
+@final
+class SigningKey:
+    def __new__(cls, secret: _Secret, *, id: _Secret | None = None) -> Self: ...
+    @property
+    def id(self) -> bytes: ...
+
+_Key = _Secret | SigningKey | list[_Secret | SigningKey] | tuple[_Secret | SigningKey, ...] | None
 
 class EncodeError(TypeError):
     path: str
@@ -57,6 +83,8 @@ class ClassNotAllowedError(DecodeError):
     module: str
     qualname: str
 
+class SignatureError(DecodeError): ...
+
 def dumps(
     obj: Any,
     *,
@@ -66,6 +94,10 @@ def dumps(
     buffer_callback: _BufferCallback = None,
     canonical: bool = False,
     sort_keys: bool = False,
+    key: _Key = None,
+    timestamp: bool = False,
+    compress: _Compress = None,
+    level: int | None = None,
 ) -> bytes: ...
 def loads(
     data: Buffer,
@@ -77,6 +109,9 @@ def loads(
     unknown_fields: Literal["ignore", "error"] = "ignore",
     placeholders: bool = False,
     buffers: Iterable[Buffer] | None = None,
+    key: _Key = None,
+    max_age: _MaxAge = None,
+    max_decompressed: int | None = None,
 ) -> Any: ...
 def _trace(
     data: Buffer,
@@ -84,7 +119,10 @@ def _trace(
     max_depth: int = 1000,
     max_alloc: int | None = None,
     max_events: int | None = None,
-) -> tuple[list[_TraceEvent], int, DecodeError | None]: ...
+    key: _Key = None,
+) -> tuple[list[_TraceEvent], int, DecodeError | None, bytes | None]: ...
+def verify(data: Buffer, *, key: _Key, max_age: _MaxAge = None) -> _EnvelopeInfo: ...
+def envelope_info(data: Buffer) -> _EnvelopeInfo: ...
 
 @final
 class Encoder:
@@ -97,6 +135,10 @@ class Encoder:
         buffer_callback: _BufferCallback = None,
         canonical: bool = False,
         sort_keys: bool = False,
+        key: _Key = None,
+        timestamp: bool = False,
+        compress: _Compress = None,
+        level: int | None = None,
     ) -> Self: ...
     @property
     def refs(self) -> bool: ...
@@ -108,6 +150,14 @@ class Encoder:
     def sort_keys(self) -> bool: ...
     @property
     def buffer_callback(self) -> Callable[[memoryview], object] | None: ...
+    @property
+    def key_id(self) -> bytes | None: ...
+    @property
+    def timestamp(self) -> bool: ...
+    @property
+    def compress(self) -> _Compress: ...
+    @property
+    def level(self) -> int | None: ...
     def encode(self, obj: Any) -> bytes: ...
 
 @final
@@ -121,9 +171,18 @@ class Decoder:
         custom: _Custom = None,
         unknown_fields: Literal["ignore", "error"] = "ignore",
         placeholders: bool = False,
+        key: _Key = None,
+        max_age: _MaxAge = None,
+        max_decompressed: int | None = None,
     ) -> Self: ...
     @property
     def max_depth(self) -> int: ...
     @property
     def max_alloc(self) -> int | None: ...
+    @property
+    def key_ids(self) -> tuple[bytes, ...]: ...
+    @property
+    def max_age(self) -> int | None: ...
+    @property
+    def max_decompressed(self) -> int | None: ...
     def decode(self, data: Buffer, *, buffers: Iterable[Buffer] | None = None) -> Any: ...

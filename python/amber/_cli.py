@@ -18,12 +18,23 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NoReturn
 
 from . import __version__, _inspect
-from ._amber import DEFAULT_MAX_DEPTH, MAX_DEPTH_LIMIT, DecodeError, EncodeError, dumps, loads
+from ._amber import (
+    DEFAULT_MAX_DEPTH,
+    MAX_DEPTH_LIMIT,
+    MIN_KEY_LENGTH,
+    DecodeError,
+    EncodeError,
+    SigningKey,
+    dumps,
+    envelope_info,
+    loads,
+    verify,
+)
 from ._json import JsonMappingError, from_json, iter_json
 from ._stream import STREAM_MAGIC, StreamReader
 
@@ -212,6 +223,7 @@ def _decode_error(error: DecodeError, payload: Payload) -> CliError:
 
 def cmd_inspect(args: argparse.Namespace, progress: Progress) -> int:
     data = read_input(args.file, progress)
+    key = read_key(args)
     progress.show("decoding", final=True)
     traced = [
         (
@@ -221,6 +233,7 @@ def cmd_inspect(args: argparse.Namespace, progress: Progress) -> int:
                 max_depth=args.max_depth,
                 max_alloc=args.max_alloc,
                 max_events=args.max_lines,
+                key=key,
             ),
         )
         for payload in payloads(data)
@@ -231,6 +244,8 @@ def cmd_inspect(args: argparse.Namespace, progress: Progress) -> int:
         for payload, result in traced:
             if payload.label:
                 out.write(f"{payload.label}:\n")
+            for line in envelope_lines(payload, result.body is not None):
+                out.write(line + "\n")
             lines = _inspect.inspect_lines(
                 payload.data, result, base=payload.base, show_hex=not args.hex_off
             )
@@ -248,9 +263,14 @@ def cmd_stats(args: argparse.Namespace, progress: Progress) -> int:
     data = read_input(args.file, progress)
     progress.show("decoding", final=True)
     found: list[tuple[Payload, _inspect.Stats]] = []
+    key = read_key(args)
     for payload in payloads(data):
         traced = _inspect.trace(
-            payload.data, max_depth=args.max_depth, max_alloc=args.max_alloc, max_events=None
+            payload.data,
+            max_depth=args.max_depth,
+            max_alloc=args.max_alloc,
+            max_events=None,
+            key=key,
         )
         if traced.error is not None:
             raise _decode_error(traced.error, payload)
@@ -276,7 +296,11 @@ def cmd_to_json(args: argparse.Namespace, progress: Progress) -> int:
     progress.show("decoding", final=True)
     try:
         value = loads(
-            payload.data, max_depth=args.max_depth, max_alloc=args.max_alloc, placeholders=True
+            payload.data,
+            max_depth=args.max_depth,
+            max_alloc=args.max_alloc,
+            placeholders=True,
+            key=read_key(args),
         )
     except DecodeError as exc:
         raise _decode_error(exc, payload) from None
@@ -316,6 +340,87 @@ def cmd_from_json(args: argparse.Namespace, progress: Progress) -> int:
         out.write(data)
     progress.done()
     return 0
+
+
+def cmd_verify(args: argparse.Namespace, progress: Progress) -> int:
+    key = read_key(args)
+    if key is None:
+        raise CliError("verify needs a key: --key-file PATH or --key-env VARIABLE")
+    found = payloads(read_input(args.file, progress))
+    progress.done()
+    with open_output(args.output, binary=False) as out:
+        for payload in found:
+            try:
+                info = verify(payload.data, key=key, max_age=args.max_age)
+            except DecodeError as exc:
+                raise _decode_error(exc, payload) from None
+            where = f"{payload.label}: " if payload.label else ""
+            out.write(f"{where}signature OK: {_envelope_text(info)}\n")
+    return 0
+
+
+def read_key(args: argparse.Namespace) -> SigningKey | None:
+    """The signing key named by ``--key-file`` or ``--key-env`` (with ``--key-id``), if any.
+    A key file holds the secret as its bytes; one trailing newline is dropped, as editors
+    add it. Without ``--key-id`` the key's id is derived from the secret, as ``SigningKey``
+    does."""
+    path = getattr(args, "key_file", None)
+    variable = getattr(args, "key_env", None)
+    key_id = getattr(args, "key_id", None)
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                secret = f.read()
+        except OSError as exc:
+            raise CliError(f"cannot read the key file {path}: {exc.strerror or exc}") from None
+        secret = secret[:-2] if secret.endswith(b"\r\n") else secret.removesuffix(b"\n")
+    elif variable is not None:
+        value = os.environ.get(variable)
+        if value is None:
+            raise CliError(f"the environment variable {variable} is not set")
+        secret = os.fsencode(value)
+    else:
+        return None
+    if len(secret) < MIN_KEY_LENGTH:
+        source = f"the key file {path}" if path is not None else f"${variable}"
+        raise CliError(f"{source} holds {len(secret)} bytes; a key needs at least {MIN_KEY_LENGTH}")
+    try:
+        return SigningKey(secret, id=None if key_id is None else os.fsencode(key_id))
+    except ValueError as exc:
+        raise CliError(f"--key-id: {exc}") from None
+
+
+def _envelope_text(info: Mapping[str, Any]) -> str:
+    parts = []
+    if info["signed"]:
+        key_id = info["key_id"]
+        printable = key_id.isascii() and key_id.decode().isprintable()
+        shown = key_id.decode() if printable else key_id.hex()
+        parts.append(f"signed with key id {shown}")
+        if info["timestamp"] is not None:
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(info["timestamp"]))
+            parts.append(f"at {when}")
+    if info["compression"] is not None:
+        parts.append(
+            f"{info['compression']}-compressed, {info['compressed_size']} bytes for a "
+            f"{info['size']}-byte body"
+        )
+    return ", ".join(parts) if parts else "plain payload"
+
+
+def envelope_lines(payload: Payload, decompressed: bool) -> list[str]:
+    """What a signed or compressed payload's envelope says (unverified unless the trace
+    used a key), shown before its values."""
+    if len(payload.data) < 3 or payload.data[2] & 0xF0 == 0:
+        return []
+    try:
+        info = envelope_info(payload.data)
+    except DecodeError:
+        return []  # the trace reports the same error
+    lines = [f"envelope: {_envelope_text(info)}"]
+    if decompressed:
+        lines.append("offsets below count from the first byte of the decompressed body")
+    return lines
 
 
 # -- arguments ------------------------------------------------------------------------------
@@ -376,19 +481,42 @@ def build_parser() -> argparse.ArgumentParser:
             help="decoding memory budget (default: 256 x input size + 1 MiB)",
         )
 
+    def keyed(sub: argparse.ArgumentParser) -> None:
+        source = sub.add_mutually_exclusive_group()
+        source.add_argument(
+            "--key-file", metavar="PATH", help="the signing secret: this file's bytes"
+        )
+        source.add_argument(
+            "--key-env", metavar="VARIABLE", help="the signing secret: this variable's value"
+        )
+        sub.add_argument(
+            "--key-id", metavar="ID", help="the key's id, if it was given one (default: derived)"
+        )
+
     sub = command("inspect", cmd_inspect, "show a payload's structure, one line per value")
     decoding(sub)
+    keyed(sub)
     sub.add_argument("--max-lines", type=_bounded_int(0), metavar="N", help="show at most N values")
     sub.add_argument("--no-hex", dest="hex_off", action="store_true", help="omit the bytes column")
     sub = command("stats", cmd_stats, "count a payload's values and bytes by type")
     decoding(sub)
+    keyed(sub)
     sub.add_argument("--json", action="store_true", help="write the counts as JSON")
     sub = command("to-json", cmd_to_json, "write a payload's value as JSON")
     decoding(sub)
+    keyed(sub)
     sub.add_argument(
         "--indent", type=_bounded_int(0), metavar="N", help="indent N spaces per level"
     )
     command("from-json", cmd_from_json, "write the value of a JSON document as a payload")
+    sub = command("verify", cmd_verify, "check a signed payload's signature (and its age)")
+    keyed(sub)
+    sub.add_argument(
+        "--max-age",
+        type=_bounded_int(0),
+        metavar="SECONDS",
+        help="refuse payloads signed longer ago than this (they must carry a timestamp)",
+    )
     return parser
 
 

@@ -83,24 +83,32 @@ class Event(NamedTuple):
 
 @dataclass
 class Trace:
-    """A payload's trace: its first events, how many values it has, and its error."""
+    """A payload's trace: its first events, how many values it has, its error, and the
+    decompressed body its offsets are in, for a compressed payload."""
 
     events: list[Event]
     values: int
     error: DecodeError | None
+    body: bytes | None = None
 
 
 def trace(
-    data: bytes | bytearray, *, max_depth: int, max_alloc: int | None, max_events: int | None
+    data: bytes | bytearray,
+    *,
+    max_depth: int,
+    max_alloc: int | None,
+    max_events: int | None,
+    key: Any = None,
 ) -> Trace:
-    """The trace of ``data``, with its first ``max_events`` events (all for None)."""
+    """The trace of ``data``, with its first ``max_events`` events (all for None); ``key``
+    as for ``loads``, for a signed payload."""
     # A trace makes a tuple or two per value; left running, the cycle collector would walk
     # them over and over while they are made.
     with _collector_paused():
-        raw, values, error = _trace(
-            data, max_depth=max_depth, max_alloc=max_alloc, max_events=max_events
+        raw, values, error, body = _trace(
+            data, max_depth=max_depth, max_alloc=max_alloc, max_events=max_events, key=key
         )
-        return Trace(list(map(Event._make, raw)), values, error)
+        return Trace(list(map(Event._make, raw)), values, error, body)
 
 
 @contextlib.contextmanager
@@ -225,7 +233,10 @@ def inspect_lines(
             column = f"{shown:<{HEX_BYTES * 3 + 2}}"
         return f"{offset + base:>{width}}  {column}{'  ' * depth}{name}  {text}"
 
-    if error is None or error.offset >= HEADER_LEN:
+    if result.body is not None:
+        # The values are in the decompressed body, which has no header of its own.
+        data, base = result.body, 0
+    elif error is None or error.offset >= HEADER_LEN:
         version = data[2] & 0x0F
         flags = data[2] & 0xF0
         text = f"version {version}" + (f", flags 0x{flags:02x}" if flags else "")

@@ -5,10 +5,10 @@
 //! Nothing here panics on any input: reads are bounds-checked, lengths are checked against
 //! the bytes left before anything is allocated, and arithmetic on lengths saturates.
 
+use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError, ErrorKind};
 use crate::ext::{ExtCode, ExtLayout};
-use crate::header::read_header;
-use crate::limits::{cost, Limits, HARD_MAX_DEPTH};
+use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
 use crate::object::{self, NameProblem, ObjectKind, ShapeDef};
 use crate::tag::{Tag, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
@@ -141,37 +141,58 @@ pub trait Builder {
     fn trace_object(&mut self, _shape: usize, _defines: bool) {}
 }
 
-/// Decodes one payload with `builder`, enforcing `limits`.
+/// Decodes one payload with `builder`, enforcing `limits`: a plain payload, or a compressed
+/// one (its decompressed body is charged to the same allocation budget). A signed payload
+/// needs [`crate::envelope::open`] with its keys, then [`decode_body`].
 pub fn decode<B: Builder>(
     data: &[u8],
     limits: &Limits,
     builder: &mut B,
 ) -> Result<B::Obj, DecodeError> {
-    let body = read_header(data)?;
+    let options = OpenOptions::unsigned(limits.alloc_budget(data.len()));
+    let opened = open(data, &options)?;
+    decode_body(
+        opened.body(),
+        opened.origin(),
+        limits.max_depth,
+        opened.budget(),
+        builder,
+    )
+}
+
+/// Decodes a body (the root value and nothing after it, no header) with `builder`. Offsets in
+/// errors are placed by `origin`; `budget` is what the whole decode may still allocate.
+pub fn decode_body<B: Builder>(
+    body: &[u8],
+    origin: BodyOrigin,
+    max_depth: u32,
+    budget: AllocBudget,
+    builder: &mut B,
+) -> Result<B::Obj, DecodeError> {
     let mut decoder = Decoder {
-        data,
-        pos: body,
-        body,
+        data: body,
+        pos: 0,
+        body: 0,
         depth: 0,
-        max_depth: limits.max_depth.min(HARD_MAX_DEPTH),
-        allocated: 0,
-        max_alloc: limits.alloc_budget(data.len()),
+        max_depth: max_depth.min(HARD_MAX_DEPTH),
+        allocated: budget.spent,
+        max_alloc: budget.limit,
         tracked: Vec::new(),
         shapes: Vec::new(),
         builder,
         stack_limit: crate::stack::limit(),
         ref_cache: [0; 256],
     };
-    let root = decoder.value()?;
-    if decoder.pos != data.len() {
-        return Err(DecodeError::new(
+    let root = decoder.value().map_err(|e| origin.locate(e))?;
+    if decoder.pos != body.len() {
+        return Err(origin.locate(DecodeError::new(
             ErrorKind::TrailingBytes,
             decoder.pos,
             format!(
                 "{} bytes follow the end of the root value",
-                data.len() - decoder.pos
+                body.len() - decoder.pos
             ),
-        ));
+        )));
     }
     Ok(root)
 }

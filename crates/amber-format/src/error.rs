@@ -74,11 +74,37 @@ pub enum ErrorKind {
     /// A stream frame declares a payload longer than the reader's `max_message` (spec section
     /// 11; the stream reader is in the Python package).
     MessageLimit,
+    /// A decoder given keys met a payload that is not signed.
+    SignatureRequired,
+    /// A signed payload met a decoder given no key.
+    KeyRequired,
+    /// The payload's key id names none of the keys given.
+    UnknownKey,
+    /// The HMAC tag does not match the payload.
+    BadSignature,
+    /// The payload was signed longer ago than `max_age`.
+    Expired,
+    /// The payload's timestamp is further ahead of the clock than the allowed skew.
+    TimestampInFuture,
+    /// `max_age` was given and the payload has no timestamp.
+    TimestampRequired,
+    /// The envelope's fields break its layout (a key id length of 0, reserved signature
+    /// flags, a decompressed size of 0).
+    BadEnvelope,
+    /// A compression algorithm code that is not defined.
+    UnknownCompression,
+    /// The compressed data is not valid for its algorithm.
+    BadCompression,
+    /// The compressed data does not decompress to exactly the declared size.
+    SizeMismatch,
+    /// The declared decompressed size exceeds `max_decompressed` or what is left of the
+    /// allocation budget.
+    DecompressedTooLarge,
 }
 
 impl ErrorKind {
     /// Every kind, for tables and tests.
-    pub const ALL: [ErrorKind; 32] = [
+    pub const ALL: [ErrorKind; 44] = [
         ErrorKind::BadMagic,
         ErrorKind::UnsupportedVersion,
         ErrorKind::UnsupportedFeature,
@@ -111,6 +137,18 @@ impl ErrorKind {
         ErrorKind::MissingBuffer,
         ErrorKind::BufferMismatch,
         ErrorKind::MessageLimit,
+        ErrorKind::SignatureRequired,
+        ErrorKind::KeyRequired,
+        ErrorKind::UnknownKey,
+        ErrorKind::BadSignature,
+        ErrorKind::Expired,
+        ErrorKind::TimestampInFuture,
+        ErrorKind::TimestampRequired,
+        ErrorKind::BadEnvelope,
+        ErrorKind::UnknownCompression,
+        ErrorKind::BadCompression,
+        ErrorKind::SizeMismatch,
+        ErrorKind::DecompressedTooLarge,
     ];
 
     /// The snake_case name used by the spec, the vectors and Python.
@@ -148,6 +186,18 @@ impl ErrorKind {
             ErrorKind::MissingBuffer => "missing_buffer",
             ErrorKind::BufferMismatch => "buffer_mismatch",
             ErrorKind::MessageLimit => "message_limit",
+            ErrorKind::SignatureRequired => "signature_required",
+            ErrorKind::KeyRequired => "key_required",
+            ErrorKind::UnknownKey => "unknown_key",
+            ErrorKind::BadSignature => "bad_signature",
+            ErrorKind::Expired => "expired",
+            ErrorKind::TimestampInFuture => "timestamp_in_future",
+            ErrorKind::TimestampRequired => "timestamp_required",
+            ErrorKind::BadEnvelope => "bad_envelope",
+            ErrorKind::UnknownCompression => "unknown_compression",
+            ErrorKind::BadCompression => "bad_compression",
+            ErrorKind::SizeMismatch => "size_mismatch",
+            ErrorKind::DecompressedTooLarge => "decompressed_too_large",
         }
     }
 
@@ -159,6 +209,22 @@ impl ErrorKind {
                 | ErrorKind::AllocLimit
                 | ErrorKind::HashLimit
                 | ErrorKind::MessageLimit
+                | ErrorKind::DecompressedTooLarge
+        )
+    }
+
+    /// Whether the kind is about the signature or its timestamp: a payload that is not
+    /// authentic (or not fresh) for this decoder, rather than a malformed one.
+    pub const fn is_signature(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::SignatureRequired
+                | ErrorKind::KeyRequired
+                | ErrorKind::UnknownKey
+                | ErrorKind::BadSignature
+                | ErrorKind::Expired
+                | ErrorKind::TimestampInFuture
+                | ErrorKind::TimestampRequired
         )
     }
 }

@@ -9,20 +9,24 @@ pub const VERSION: u8 = 1;
 /// Bytes before the body.
 pub const HEADER_LEN: usize = 3;
 
-/// Header flag: the body is compressed (reserved).
+/// Header flag: the body is compressed (spec section 12).
 pub const FLAG_COMPRESSED: u8 = 0x10;
-/// Header flag: the payload is signed (reserved).
+/// Header flag: the payload is signed (spec section 12).
 pub const FLAG_SIGNED: u8 = 0x20;
 /// Header flag: a string table precedes the root value (reserved).
 pub const FLAG_STRING_TABLE: u8 = 0x40;
 /// Header flag: more header bytes follow (reserved).
 pub const FLAG_EXTENDED: u8 = 0x80;
+/// The flags of the envelope ([`crate::envelope`]); the others are still reserved.
+pub const ENVELOPE_FLAGS: u8 = FLAG_COMPRESSED | FLAG_SIGNED;
 
 /// The header of an unflagged v1 payload.
 pub const PLAIN_HEADER: [u8; HEADER_LEN] = [MAGIC[0], MAGIC[1], VERSION];
 
-/// Checks the header and returns where the body starts.
-pub fn read_header(data: &[u8]) -> Result<usize, DecodeError> {
+/// Checks the header and returns its envelope flags ([`FLAG_COMPRESSED`], [`FLAG_SIGNED`]);
+/// the flags of features not defined yet are refused. What follows the header is for
+/// [`crate::envelope`] to read.
+pub fn read_header(data: &[u8]) -> Result<u8, DecodeError> {
     for (i, &m) in MAGIC.iter().enumerate() {
         match data.get(i) {
             Some(&b) if b == m => {}
@@ -60,17 +64,13 @@ pub fn read_header(data: &[u8]) -> Result<usize, DecodeError> {
         ));
     }
     let flags = version_byte & 0xF0;
-    if flags != 0 {
-        let feature = if flags & FLAG_SIGNED != 0 {
-            "the payload is signed; it needs a decoder given the signing key"
-        } else if flags & FLAG_COMPRESSED != 0 {
-            "the payload is compressed, which this decoder does not support"
-        } else if flags & FLAG_STRING_TABLE != 0 {
+    if flags & !ENVELOPE_FLAGS != 0 {
+        let feature = if flags & FLAG_STRING_TABLE != 0 {
             "the payload has a string table, which this decoder does not support"
         } else {
             "the payload has an extended header, which this decoder does not support"
         };
         return Err(DecodeError::new(ErrorKind::UnsupportedFeature, 2, feature));
     }
-    Ok(HEADER_LEN)
+    Ok(flags)
 }

@@ -1,13 +1,15 @@
 //! The amber wire format, without Python: tags, varints, header, limits, errors, a
-//! [`encode::Writer`] with an identity tracker, and a [`decode::decode`] driver generic over
-//! a [`decode::Builder`]. `spec/format.md` is the normative description; this crate is the
-//! reference implementation the Python extension is built on.
+//! [`encode::Writer`] with an identity tracker, a [`decode::decode`] driver generic over
+//! a [`decode::Builder`], and the [`envelope`] that signs and compresses payloads.
+//! `spec/format.md` is the normative description; this crate is the reference implementation
+//! the Python extension is built on.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod decode;
 pub mod encode;
+pub mod envelope;
 pub mod error;
 pub mod ext;
 pub mod header;
@@ -20,10 +22,11 @@ pub mod tag;
 pub mod trace;
 pub mod varint;
 
-pub use decode::{decode, Builder};
+pub use decode::{decode, decode_body, Builder};
 pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Sink, Writer};
+pub use envelope::{open, seal, OpenOptions, Opened, SealOptions, SigningKey};
 pub use error::{BuildError, DecodeError, ErrorKind};
 pub use ext::{ExtCode, ExtLayout};
-pub use limits::Limits;
+pub use limits::{AllocBudget, Limits};
 pub use object::{ObjectKind, ShapeDef};
 pub use tag::Tag;

@@ -38,6 +38,16 @@ impl Limits {
     }
 }
 
+/// The allocation budget of one decode: the limit, and what was spent before the value
+/// decoder started (a decompressed body, charged before it is made).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocBudget {
+    /// Most estimated bytes the whole decode may allocate.
+    pub limit: u64,
+    /// Bytes already charged.
+    pub spent: u64,
+}
+
 /// Estimated bytes each object costs, from CPython 3.11 object sizes on 64-bit builds
 /// (header, GC header where the type has one, items). Estimates err on the high side.
 pub mod cost {

@@ -3,8 +3,9 @@
 //!
 //! Nodes live in an arena; a [`NodeId`] used in two places is one shared object.
 
-use crate::decode::{decode, Builder, STACK_RED_ZONE, STACK_SEGMENT};
+use crate::decode::{decode, decode_body, Builder, STACK_RED_ZONE, STACK_SEGMENT};
 use crate::encode::{ImmutableStart, RefTracker, Writer};
+use crate::envelope::Opened;
 use crate::error::{BuildError, DecodeError};
 use crate::ext::{ExtCode, ExtLayout};
 use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
@@ -76,6 +77,22 @@ impl Graph {
     pub fn decode(data: &[u8], limits: &Limits) -> Result<Graph, DecodeError> {
         let mut builder = GraphBuilder::default();
         let root = decode(data, limits, &mut builder)?;
+        Ok(Graph {
+            nodes: builder.nodes,
+            root,
+        })
+    }
+
+    /// Decodes the body of an opened envelope into a graph.
+    pub fn decode_opened(opened: &Opened<'_>, max_depth: u32) -> Result<Graph, DecodeError> {
+        let mut builder = GraphBuilder::default();
+        let root = decode_body(
+            opened.body(),
+            opened.origin(),
+            max_depth,
+            opened.budget(),
+            &mut builder,
+        )?;
         Ok(Graph {
             nodes: builder.nodes,
             root,

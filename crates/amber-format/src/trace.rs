@@ -6,7 +6,8 @@
 //! value from the decoder's tracing hooks. Since the decoder makes every check, a trace of
 //! bad input ends where the decoder stops, with the same error.
 
-use crate::decode::{decode, Builder};
+use crate::decode::{decode_body, Builder};
+use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError};
 use crate::ext::ExtCode;
 use crate::limits::Limits;
@@ -90,6 +91,9 @@ pub struct Trace<O> {
     pub shapes: Vec<ShapeDef>,
     /// The root value, or the decoder's error.
     pub result: Result<O, DecodeError>,
+    /// The decompressed body, when the payload was compressed: the values' offsets then count
+    /// from its first byte, not from the start of the input.
+    pub decompressed: Option<Vec<u8>>,
 }
 
 /// A [`Builder`] that records the decoder's tracing hooks and passes every build call on to
@@ -103,6 +107,8 @@ pub struct Tracer<B: Builder> {
     max_events: usize,
     values: usize,
     shapes: Vec<ShapeDef>,
+    /// Where the body starts in the input: the decoder counts from the body's first byte.
+    base: usize,
 }
 
 impl<B: Builder> Tracer<B> {
@@ -116,17 +122,40 @@ impl<B: Builder> Tracer<B> {
             max_events,
             values: 0,
             shapes: Vec::new(),
+            base: 0,
         }
     }
 
-    /// Decodes `data` and returns the trace with the inner builder.
-    pub fn run(mut self, data: &[u8], limits: &Limits) -> (Trace<B::Obj>, B) {
-        let result = decode(data, limits, &mut self);
+    /// Decodes `data` (a plain or compressed payload; a signed one needs its key and fails
+    /// here) and returns the trace with the inner builder.
+    pub fn run(self, data: &[u8], limits: &Limits) -> (Trace<B::Obj>, B) {
+        let options = OpenOptions::unsigned(limits.alloc_budget(data.len()));
+        self.run_opening(data, &options, limits.max_depth)
+    }
+
+    /// [`Tracer::run`] with the envelope options of a decode given keys (`loads(key=...)`):
+    /// a signed payload is verified before any value is traced.
+    pub fn run_opening(
+        mut self,
+        data: &[u8],
+        options: &OpenOptions<'_>,
+        max_depth: u32,
+    ) -> (Trace<B::Obj>, B) {
+        let mut decompressed = None;
+        let result = open(data, options).and_then(|opened| {
+            let origin = opened.origin();
+            match origin {
+                BodyOrigin::Input(base) => self.base = base,
+                BodyOrigin::Decompressed => decompressed = Some(opened.body().to_vec()),
+            }
+            decode_body(opened.body(), origin, max_depth, opened.budget(), &mut self)
+        });
         let trace = Trace {
             events: self.events,
             values: self.values,
             shapes: self.shapes,
             result,
+            decompressed,
         };
         (trace, self.inner)
     }
@@ -158,6 +187,7 @@ impl<B: Builder> Builder for Tracer<B> {
     const TRACES: bool = true;
 
     fn trace_start(&mut self, at: usize, tag: u8, depth: u32) {
+        let at = at + self.base;
         self.values = self.values.saturating_add(1);
         // The parent's head ends where its first child starts.
         if let Some(parent) = self.current() {
@@ -186,6 +216,7 @@ impl<B: Builder> Builder for Tracer<B> {
     }
 
     fn trace_end(&mut self, end: usize, obj: &B::Obj) {
+        let end = end + self.base;
         if let Some(event) = self.current() {
             event.end = Some(end);
             if event.head_end.is_none() {
@@ -214,6 +245,7 @@ impl<B: Builder> Builder for Tracer<B> {
     }
 
     fn trace_reference(&mut self, target: usize, index: usize) {
+        let target = target + self.base;
         self.annotate(Info::Ref { target, index });
     }
 

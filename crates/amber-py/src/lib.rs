@@ -4,6 +4,7 @@
 
 mod decode;
 mod encode;
+mod envelope;
 mod helpers;
 mod object;
 mod pylong;
@@ -17,6 +18,7 @@ use pyo3_ffi as ffi;
 
 use decode::DecodeFailure;
 use encode::{EncodeFail, FailKind};
+use envelope::{OpenConfig, PySigningKey, SealConfig};
 
 pyo3::create_exception!(
     amber,
@@ -40,12 +42,18 @@ pyo3::create_exception!(
     amber,
     DecodeLimitError,
     DecodeError,
-    "The payload exceeds a decoding limit (max_depth, max_alloc or the hash-flooding limits)."
+    "The payload exceeds a decoding limit (max_depth, max_alloc, max_decompressed or the hash-flooding limits)."
+);
+pyo3::create_exception!(
+    amber,
+    SignatureError,
+    DecodeError,
+    "The payload is not authentic or not fresh for this decoder: unsigned where a key was given, signed where none was, signed by an unknown key, altered, expired or dated in the future. `.kind` says which."
 );
 
 /// An int option: a TypeError for a non-int, a ValueError (not OverflowError) for any int
 /// outside `range`.
-fn int_option(
+pub(crate) fn int_option(
     name: &str,
     value: &Bound<'_, PyAny>,
     range: std::ops::RangeInclusive<u64>,
@@ -117,6 +125,8 @@ fn decode_error(py: Python<'_>, failure: DecodeFailure) -> PyErr {
             let message = format!("{detail} (at byte {offset}, {})", kind.name());
             let err = if kind.is_limit() {
                 DecodeLimitError::new_err(message)
+            } else if kind.is_signature() {
+                SignatureError::new_err(message)
             } else if kind == amber_format::ErrorKind::ClassNotAllowed {
                 ClassNotAllowedError::new_err(message)
             } else {
@@ -140,6 +150,7 @@ fn dumps_impl(
     options: encode::Options,
     custom: Option<&Py<PyAny>>,
     buffer_callback: Option<&Py<PyAny>>,
+    seal: &SealConfig,
 ) -> PyResult<Py<PyBytes>> {
     let custom = custom.map(|c| {
         // SAFETY: c is a live dict held by the caller for the whole encode.
@@ -151,11 +162,16 @@ fn dumps_impl(
     let bytes = encode::encode(py, obj.as_ptr(), options, custom, oob.as_mut())
         .map_err(|fail| encode_error(py, fail))?;
     // SAFETY: encode returns a bytes object.
-    let bytes = unsafe {
+    let mut bytes = unsafe {
         Bound::from_owned_ptr(py, bytes.into_ptr())
             .cast_into_unchecked::<PyBytes>()
             .unbind()
     };
+    if seal.active() {
+        // Before the buffers go out: a payload that cannot be sealed hands none over.
+        let sealed = seal.seal(py, bytes.as_bytes(py))?.unbind();
+        bytes = sealed;
+    }
     if let (Some(callback), Some(oob)) = (buffer_callback, oob) {
         // The payload is complete: hand over its buffers, in index order.
         let buffers = oob.into_buffers();
@@ -351,15 +367,14 @@ fn check_buffers(buffers: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<obje
     Ok(Some(out))
 }
 
-/// Runs `f` on the bytes of `data`: a bytes object as it is, anything else through a
-/// C-contiguous buffer view held for the call. `what` names the caller in the TypeError for
-/// an object without such a buffer.
-fn with_input<R>(
+/// Runs `f` on the bytes of `data` (bytes, or any C-contiguous buffer), which `what` names in
+/// the TypeError for anything else.
+fn with_input<T>(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     what: &str,
-    f: impl FnOnce(&[u8]) -> PyResult<R>,
-) -> PyResult<R> {
+    f: impl FnOnce(&[u8]) -> PyResult<T>,
+) -> PyResult<T> {
     let ptr = data.as_ptr();
     // SAFETY: type check on a live object.
     if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
@@ -405,13 +420,16 @@ fn loads_impl(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     limits: &Limits,
+    envelope: &OpenConfig,
     classes: &decode::ClassOptions,
     buffers: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let buffers = check_buffers(buffers)?;
     let buffers = buffers.as_deref();
+    let now = envelope.now(py)?;
     with_input(py, data, "loads()", |slice| {
-        decode::decode_bytes(py, slice, limits, classes, buffers).map_err(|f| decode_error(py, f))
+        decode::decode_bytes(py, slice, limits, envelope, now, classes, buffers)
+            .map_err(|f| decode_error(py, f))
     })
 }
 
@@ -461,19 +479,21 @@ fn trace_event<'py>(
     Ok(row.into_pyobject(py)?.into_any())
 }
 
-/// _trace(data, *, max_depth=1000, max_alloc=None, max_events=None)
-///     -> (events, values, error)
+/// _trace(data, *, max_depth=1000, max_alloc=None, max_events=None, key=None)
+///     -> (events, values, error, body)
 ///
-/// Decodes `data` as `loads(data, placeholders=True)` does and reports where each value sits
-/// in it, for `amber inspect` and `amber stats`. `events` lists the first `max_events` values
-/// (all by default) in the order of their tags, each as `(offset, end, depth, tag, name,
-/// head_end, tracked, info, value)`; `values` counts all of them. `error` is the
-/// `DecodeError` that ended the decode (not raised), or None.
+/// Decodes `data` as `loads(data, placeholders=True, key=key)` does and reports where each
+/// value sits in it, for `amber inspect` and `amber stats`. `events` lists the first
+/// `max_events` values (all by default) in the order of their tags, each as `(offset, end,
+/// depth, tag, name, head_end, tracked, info, value)`; `values` counts all of them. `error`
+/// is the `DecodeError` that ended the decode (not raised), or None. `body` is the
+/// decompressed body of a compressed payload (whose offsets then count from its first byte,
+/// not from the start of `data`), or None.
 #[pyfunction]
 #[pyo3(
     name = "_trace",
-    signature = (data, *, max_depth = None, max_alloc = None, max_events = None),
-    text_signature = "(data, *, max_depth=1000, max_alloc=None, max_events=None)"
+    signature = (data, *, max_depth = None, max_alloc = None, max_events = None, key = None),
+    text_signature = "(data, *, max_depth=1000, max_alloc=None, max_events=None, key=None)"
 )]
 fn trace<'py>(
     py: Python<'py>,
@@ -481,6 +501,7 @@ fn trace<'py>(
     max_depth: Option<&Bound<'py, PyAny>>,
     max_alloc: Option<&Bound<'py, PyAny>>,
     max_events: Option<&Bound<'py, PyAny>>,
+    key: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let limits = Limits {
         max_depth: check_depth(max_depth)?,
@@ -492,9 +513,11 @@ fn trace<'py>(
             usize::try_from(int_option("max_events", v, 0..=u64::MAX)?).unwrap_or(usize::MAX)
         }
     };
+    let envelope = OpenConfig::new(key, None, None)?;
     let classes = class_options(py, None, None, "ignore", true)?;
     with_input(py, data, "_trace()", |slice| {
-        let (trace, failure) = decode::trace_bytes(py, slice, &limits, &classes, max_events);
+        let (trace, failure) =
+            decode::trace_bytes(py, slice, &limits, &envelope, 0, &classes, max_events);
         let error = match failure {
             None => py.None().into_bound(py),
             Some(decode::DecodeFailure::Python(err)) => return Err(err),
@@ -522,12 +545,15 @@ fn trace<'py>(
         for event in &trace.events {
             events.append(trace_event(py, event, &shapes)?)?;
         }
-        Ok((events, trace.values, error).into_pyobject(py)?.into_any())
+        let body = trace.decompressed.as_deref().map(|b| PyBytes::new(py, b));
+        Ok((events, trace.values, error, body)
+            .into_pyobject(py)?
+            .into_any())
     })
 }
 
-/// dumps(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, canonical=False,
-///       sort_keys=False) -> bytes
+/// dumps(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None,
+///       timestamp=False, compress=None, level=None, canonical=False, sort_keys=False) -> bytes
 ///
 /// Encodes `obj` as an amber payload. Class instances are written by module and qualified
 /// name; `custom` is an iterable of `amber.CustomType` for classes written by the caller's
@@ -537,10 +563,16 @@ fn trace<'py>(
 /// buffers back as `buffers=`. With `canonical`, equal values give identical bytes: set and
 /// frozenset elements are written in a defined order and immutable values by value (never as
 /// references); `sort_keys` also orders dict entries by key.
+///
+/// `compress` ("zstd" or "lz4") compresses the payload when that makes it smaller (`level`:
+/// zstd's, 1 to 22, default 3; lz4 has none). `key` (bytes, str, `amber.SigningKey`, or a
+/// list of them, the first of which signs) signs the payload with HMAC-SHA256 after
+/// compressing it, and `timestamp=True` puts the time of signing into what is signed.
+/// Out-of-band buffers are neither compressed nor signed: only the payload is.
 #[pyfunction]
 #[pyo3(
-    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None, canonical = false, sort_keys = false),
-    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, canonical=False, sort_keys=False)"
+    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false),
+    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn dumps(
@@ -550,6 +582,10 @@ fn dumps(
     max_depth: Option<&Bound<'_, PyAny>>,
     custom: Option<&Bound<'_, PyAny>>,
     buffer_callback: Option<&Bound<'_, PyAny>>,
+    key: Option<&Bound<'_, PyAny>>,
+    timestamp: bool,
+    compress: Option<&Bound<'_, PyAny>>,
+    level: Option<&Bound<'_, PyAny>>,
     canonical: bool,
     sort_keys: bool,
 ) -> PyResult<Py<PyBytes>> {
@@ -560,21 +596,29 @@ fn dumps(
         sort_keys,
     };
     let callback = check_callback(buffer_callback)?;
+    let seal = SealConfig::new(key, timestamp, compress, level)?;
     let custom = custom_encoders(py, custom)?;
-    dumps_impl(py, obj, options, custom.as_ref(), callback.as_ref())
+    dumps_impl(py, obj, options, custom.as_ref(), callback.as_ref(), &seal)
 }
 
 /// loads(data, *, max_depth=1000, max_alloc=None, types=None, custom=None,
-///       unknown_fields="ignore", placeholders=False, buffers=None) -> object
+///       unknown_fields="ignore", placeholders=False, buffers=None, key=None, max_age=None,
+///       max_decompressed=None) -> object
 ///
 /// Decodes an amber payload from bytes or any C-contiguous buffer. A class instance is
 /// built only if its exact class is in `types` (or `custom`); otherwise
 /// `ClassNotAllowedError`, or an `amber.Placeholder` with `placeholders=True`. `buffers`
 /// are the out-of-band buffers a `buffer_callback` received, in order.
+///
+/// With `key` (one key or a list: any of them verifies) the payload must be signed by one of
+/// the keys, and the signature is checked before anything is decompressed or built
+/// (`SignatureError` otherwise); `max_age` (seconds or a timedelta) then refuses payloads
+/// signed longer ago, or not timestamped. A compressed payload is decompressed within the
+/// same `max_alloc` budget as the values it holds; `max_decompressed` caps its size too.
 #[pyfunction]
 #[pyo3(
-    signature = (data, *, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, buffers = None),
-    text_signature = "(data, *, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, buffers=None)"
+    signature = (data, *, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, buffers = None, key = None, max_age = None, max_decompressed = None),
+    text_signature = "(data, *, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, buffers=None, key=None, max_age=None, max_decompressed=None)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn loads(
@@ -587,13 +631,66 @@ fn loads(
     unknown_fields: &str,
     placeholders: bool,
     buffers: Option<&Bound<'_, PyAny>>,
+    key: Option<&Bound<'_, PyAny>>,
+    max_age: Option<&Bound<'_, PyAny>>,
+    max_decompressed: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     let limits = Limits {
         max_depth: check_depth(max_depth)?,
         max_alloc: check_alloc(max_alloc)?,
     };
+    let envelope = OpenConfig::new(key, max_age, max_decompressed)?;
     let classes = class_options(py, types, custom, unknown_fields, placeholders)?;
-    loads_impl(py, data, &limits, &classes, buffers)
+    loads_impl(py, data, &limits, &envelope, &classes, buffers)
+}
+
+/// verify(data, *, key, max_age=None) -> dict
+///
+/// Checks that `data` is signed by one of `key` (and, with `max_age`, fresh) without
+/// decompressing or decoding its body, and returns what its envelope says: `signed`,
+/// `key_id`, `timestamp` (seconds since 1970, or None), `compression` ("zstd", "lz4" or
+/// None), `compressed_size` and `size` (of the body, declared when compressed). Raises
+/// `SignatureError` or another `DecodeError` as `loads` would.
+#[pyfunction]
+#[pyo3(signature = (data, *, key, max_age = None), text_signature = "(data, *, key, max_age=None)")]
+fn verify<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    key: &Bound<'py, PyAny>,
+    max_age: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    if key.is_none() {
+        return Err(PyValueError::new_err(
+            "verify() needs key=: the key or keys to check the signature with",
+        ));
+    }
+    let config = OpenConfig::new(Some(key), max_age, None)?;
+    // Nothing is decompressed, so no allocation budget is needed.
+    let options = config.options(config.now(py)?, 0);
+    let info = with_input(py, data, "verify()", |slice| {
+        amber_format::envelope::verify(slice, options.keys, options.max_age, options.now)
+            .map_err(|e| decode_error(py, DecodeFailure::Format(e, None)))
+    })?;
+    envelope::info_dict(py, &info)
+}
+
+/// envelope_info(data) -> dict
+///
+/// What the envelope of `data` says about itself, as `verify` returns it, but UNVERIFIED:
+/// nothing here proves that the payload is authentic, its key id and timestamp included. For
+/// tools that show or route payloads; decode with `loads(..., key=...)`. Raises a
+/// `DecodeError` for malformed envelope fields.
+#[pyfunction]
+#[pyo3(signature = (data), text_signature = "(data)")]
+fn envelope_info<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let info = with_input(py, data, "envelope_info()", |slice| {
+        amber_format::envelope::inspect(slice)
+            .map_err(|e| decode_error(py, DecodeFailure::Format(e, None)))
+    })?;
+    envelope::info_dict(py, &info)
 }
 
 /// A reusable encoder holding options; each call is independent of the last.
@@ -602,21 +699,27 @@ struct Encoder {
     options: encode::Options,
     custom: Option<Py<PyAny>>,
     buffer_callback: Option<Py<PyAny>>,
+    seal: SealConfig,
 }
 
 #[pymethods]
 impl Encoder {
     #[new]
     #[pyo3(
-        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None, canonical = false, sort_keys = false),
-        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None, canonical=False, sort_keys=False)"
+        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false),
+        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         refs: bool,
         max_depth: Option<&Bound<'_, PyAny>>,
         custom: Option<&Bound<'_, PyAny>>,
         buffer_callback: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        timestamp: bool,
+        compress: Option<&Bound<'_, PyAny>>,
+        level: Option<&Bound<'_, PyAny>>,
         canonical: bool,
         sort_keys: bool,
     ) -> PyResult<Self> {
@@ -628,6 +731,7 @@ impl Encoder {
                 sort_keys,
             },
             buffer_callback: check_callback(buffer_callback)?,
+            seal: SealConfig::new(key, timestamp, compress, level)?,
             custom: custom_encoders(py, custom)?,
         })
     }
@@ -640,6 +744,7 @@ impl Encoder {
             self.options,
             self.custom.as_ref(),
             self.buffer_callback.as_ref(),
+            &self.seal,
         )
     }
 
@@ -668,15 +773,55 @@ impl Encoder {
         self.options.sort_keys
     }
 
-    fn __repr__(&self) -> String {
+    /// The id of the key that signs, or None.
+    #[getter]
+    fn key_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.seal.key.as_ref().map(|k| PyBytes::new(py, k.id()))
+    }
+
+    #[getter]
+    fn timestamp(&self) -> bool {
+        self.seal.timestamp
+    }
+
+    #[getter]
+    fn compress(&self) -> Option<&'static str> {
+        self.seal.compress_name()
+    }
+
+    #[getter]
+    fn level(&self) -> Option<i32> {
+        self.seal.level()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let flag = |b: bool| if b { "True" } else { "False" };
-        format!(
-            "Encoder(refs={}, max_depth={}, canonical={}, sort_keys={})",
+        let mut repr = format!(
+            "Encoder(refs={}, max_depth={}",
             flag(self.options.refs),
-            self.options.max_depth,
-            flag(self.options.canonical),
-            flag(self.options.sort_keys)
-        )
+            self.options.max_depth
+        );
+        if self.options.canonical || self.options.sort_keys {
+            repr += &format!(
+                ", canonical={}, sort_keys={}",
+                flag(self.options.canonical),
+                flag(self.options.sort_keys)
+            );
+        }
+        if let Some(key) = &self.seal.key {
+            repr += &format!(
+                ", key_id={}, timestamp={}",
+                PyBytes::new(py, key.id()).repr()?,
+                if self.seal.timestamp { "True" } else { "False" }
+            );
+        }
+        if let Some(name) = self.seal.compress_name() {
+            repr += &format!(", compress='{name}'");
+        }
+        if let Some(level) = self.seal.level() {
+            repr += &format!(", level={level}");
+        }
+        Ok(repr + ")")
     }
 }
 
@@ -684,6 +829,7 @@ impl Encoder {
 #[pyclass(module = "amber", frozen)]
 struct Decoder {
     limits: Limits,
+    envelope: OpenConfig,
     classes: decode::ClassOptions,
 }
 
@@ -691,9 +837,10 @@ struct Decoder {
 impl Decoder {
     #[new]
     #[pyo3(
-        signature = (*, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false),
-        text_signature = "(*, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False)"
+        signature = (*, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, key = None, max_age = None, max_decompressed = None),
+        text_signature = "(*, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, key=None, max_age=None, max_decompressed=None)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         max_depth: Option<&Bound<'_, PyAny>>,
@@ -702,12 +849,16 @@ impl Decoder {
         custom: Option<&Bound<'_, PyAny>>,
         unknown_fields: &str,
         placeholders: bool,
+        key: Option<&Bound<'_, PyAny>>,
+        max_age: Option<&Bound<'_, PyAny>>,
+        max_decompressed: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         Ok(Decoder {
             limits: Limits {
                 max_depth: check_depth(max_depth)?,
                 max_alloc: check_alloc(max_alloc)?,
             },
+            envelope: OpenConfig::new(key, max_age, max_decompressed)?,
             classes: class_options(py, types, custom, unknown_fields, placeholders)?,
         })
     }
@@ -721,7 +872,14 @@ impl Decoder {
         data: &Bound<'_, PyAny>,
         buffers: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        loads_impl(py, data, &self.limits, &self.classes, buffers)
+        loads_impl(
+            py,
+            data,
+            &self.limits,
+            &self.envelope,
+            &self.classes,
+            buffers,
+        )
     }
 
     #[getter]
@@ -734,15 +892,46 @@ impl Decoder {
         self.limits.max_alloc
     }
 
-    fn __repr__(&self) -> String {
-        let alloc = self
-            .limits
-            .max_alloc
-            .map_or_else(|| String::from("None"), |n| n.to_string());
-        format!(
-            "Decoder(max_depth={}, max_alloc={alloc})",
-            self.limits.max_depth
+    /// The ids of the keys that verify, in order (empty without a key).
+    #[getter]
+    fn key_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        pyo3::types::PyTuple::new(
+            py,
+            self.envelope.keys.iter().map(|k| PyBytes::new(py, k.id())),
         )
+    }
+
+    #[getter]
+    fn max_age(&self) -> Option<u64> {
+        self.envelope.max_age
+    }
+
+    #[getter]
+    fn max_decompressed(&self) -> Option<u64> {
+        self.envelope.max_decompressed
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let optional = |n: Option<u64>| n.map_or_else(|| String::from("None"), |n| n.to_string());
+        let mut repr = format!(
+            "Decoder(max_depth={}, max_alloc={}",
+            self.limits.max_depth,
+            optional(self.limits.max_alloc)
+        );
+        if !self.envelope.keys.is_empty() {
+            repr += &format!(
+                ", key_ids={}, max_age={}",
+                self.key_ids(py)?.repr()?,
+                optional(self.envelope.max_age)
+            );
+        }
+        if self.envelope.max_decompressed.is_some() {
+            repr += &format!(
+                ", max_decompressed={}",
+                optional(self.envelope.max_decompressed)
+            );
+        }
+        Ok(repr + ")")
     }
 }
 
@@ -758,8 +947,11 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(envelope_info, m)?)?;
     m.add_class::<Encoder>()?;
     m.add_class::<Decoder>()?;
+    m.add_class::<PySigningKey>()?;
     m.add("EncodeError", py.get_type::<EncodeError>())?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("DecodeLimitError", py.get_type::<DecodeLimitError>())?;
@@ -767,9 +959,11 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "ClassNotAllowedError",
         py.get_type::<ClassNotAllowedError>(),
     )?;
+    m.add("SignatureError", py.get_type::<SignatureError>())?;
     m.add("FORMAT_VERSION", amber_format::header::VERSION)?;
     m.add("MAX_DEPTH_LIMIT", HARD_MAX_DEPTH)?;
     m.add("DEFAULT_MAX_DEPTH", DEFAULT_MAX_DEPTH)?;
     m.add("OOB_THRESHOLD", amber_format::ext::OUT_OF_BAND_THRESHOLD)?;
+    m.add("MIN_KEY_LENGTH", amber_format::envelope::MIN_KEY_LENGTH)?;
     Ok(())
 }

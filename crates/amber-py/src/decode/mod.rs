@@ -10,9 +10,10 @@ mod oob;
 mod scalars;
 
 use amber_format::trace::{Trace, Tracer};
-use amber_format::{decode, BuildError, DecodeError, Limits};
+use amber_format::{decode_body, open, BuildError, DecodeError, Limits};
 use pyo3::prelude::*;
 
+use crate::envelope::OpenConfig;
 use crate::object::PyObj;
 pub use classes::ClassOptions;
 use hash_guard::HashGuard;
@@ -72,16 +73,32 @@ pub enum DecodeFailure {
     Python(PyErr),
 }
 
-/// Decodes `data` into a new Python object; `buffers` are the caller's out-of-band buffers.
+/// Decodes `data` into a new Python object: opens its envelope as `envelope` allows (a plain
+/// payload opens as it is; `now` is the clock for timestamps), then builds the body;
+/// `buffers` are the caller's out-of-band buffers.
 pub fn decode_bytes(
     py: Python<'_>,
     data: &[u8],
     limits: &Limits,
+    envelope: &OpenConfig,
+    now: u64,
     classes: &ClassOptions,
     buffers: Option<&[PyObj]>,
 ) -> Result<Py<PyAny>, DecodeFailure> {
-    let mut builder = PyBuilder::new(py, data.len(), classes, buffers);
-    match decode(data, limits, &mut builder) {
+    // One budget for the whole decode, from the input as given.
+    let options = envelope.options(now, limits.alloc_budget(data.len()));
+    let opened = open(data, &options).map_err(|e| DecodeFailure::Format(e, None))?;
+    let body = opened.body();
+    // The hashing budget grows with what is decoded: a decompressed body may be longer
+    // than the input.
+    let mut builder = PyBuilder::new(py, body.len().max(data.len()), classes, buffers);
+    match decode_body(
+        body,
+        opened.origin(),
+        limits.max_depth,
+        opened.budget(),
+        &mut builder,
+    ) {
         // SAFETY: the builder returns an owned reference; ownership moves to the Py handle.
         Ok(obj) => Ok(unsafe { Bound::from_owned_ptr(py, obj.into_ptr()) }.unbind()),
         Err(err) => match builder.error.take() {
@@ -100,11 +117,15 @@ pub fn trace_bytes(
     py: Python<'_>,
     data: &[u8],
     limits: &Limits,
+    envelope: &OpenConfig,
+    now: u64,
     classes: &ClassOptions,
     max_events: usize,
 ) -> (Trace<PyObj>, Option<DecodeFailure>) {
     let builder = PyBuilder::new(py, data.len(), classes, None);
-    let (trace, mut builder) = Tracer::new(builder, max_events).run(data, limits);
+    let options = envelope.options(now, limits.alloc_budget(data.len()));
+    let (trace, mut builder) =
+        Tracer::new(builder, max_events).run_opening(data, &options, limits.max_depth);
     let failure = trace
         .result
         .as_ref()
