@@ -22,10 +22,12 @@ its plain form would get, and the table says so.
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from payloads import Payload, all_payloads, employees
@@ -257,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=0.3, help="seconds per measurement")
     parser.add_argument("--payloads", help="comma-separated payload names (default: all)")
     parser.add_argument("--no-million", action="store_true", help="skip the 1M employees payload")
+    parser.add_argument("--out", type=Path, help="also write the report to this markdown file")
     args = parser.parse_args(argv)
     chosen = bench_payloads(args.scale, not args.no_million)
     if args.payloads:
@@ -265,7 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure_all(
         chosen, Budget(args.budget), lambda step: print(f"  {step}", file=sys.stderr)
     )
-    sys.stdout.write(render(rows))
+    report = render(rows)
+    sys.stdout.write(report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        temp = args.out.with_name(args.out.name + ".tmp")
+        temp.write_text(report)
+        os.replace(temp, args.out)
     return 0
 
 
