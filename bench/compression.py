@@ -22,7 +22,6 @@ its plain form would get, and the table says so.
 from __future__ import annotations
 
 import argparse
-import os
 import pickle
 import sys
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from payloads import Payload, all_payloads, employees
+from readme import write_atomically
 from timing import Budget, best_seconds_per_call
 
 ZSTD_LEVEL = 3
@@ -271,10 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     report = render(rows)
     sys.stdout.write(report)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        temp = args.out.with_name(args.out.name + ".tmp")
-        temp.write_text(report)
-        os.replace(temp, args.out)
+        write_atomically(args.out, report)
     return 0
 
 

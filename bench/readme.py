@@ -48,18 +48,31 @@ def update_readme(path: Path, block: str) -> bool:
     new = splice(old, block)
     if new == old:
         return False
-    handle, temporary = tempfile.mkstemp(prefix=".README-", suffix=".tmp", dir=path.parent)
+    write_atomically(path, new)
+    return True
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` through a temporary file in its directory (a failed run
+    never leaves a half-written report), with the old file's mode or else the umask's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(new)
+            out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, path.stat().st_mode & 0o777)
+        if path.exists():
+            mode = path.stat().st_mode & 0o777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return True
 
 
 def render_block(

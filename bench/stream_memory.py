@@ -172,10 +172,11 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        temp = args.out.with_name(args.out.name + ".tmp")
-        temp.write_text("# Streams: write and read back, peak memory\n\n" + text)
-        os.replace(temp, args.out)
+        # Imported here, in the parent only: the children's peak memory is measured against a
+        # child that imports amber alone.
+        from readme import write_atomically
+
+        write_atomically(args.out, "# Streams: write and read back, peak memory\n\n" + text)
 
 
 if __name__ == "__main__":

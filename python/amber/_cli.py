@@ -36,7 +36,7 @@ from ._amber import (
     verify,
 )
 from ._json import JsonMappingError, from_json, iter_json
-from ._stream import STREAM_MAGIC, StreamReader
+from ._stream import STREAM_MAGIC, StreamReader, _varint
 
 __all__ = ["main"]
 
@@ -194,16 +194,12 @@ def payloads(data: bytearray) -> list[Payload]:
     try:
         while (payload := reader.read_payload()) is not None:
             length = len(payload)
-            offset += _varint_size(length)
+            offset += len(_varint(length))
             found.append(Payload(bytes(payload), offset, f"message {len(found)} at {offset}"))
             offset += length
     except DecodeError as error:
         raise CliError(f"invalid stream: {error}") from None
     return found
-
-
-def _varint_size(n: int) -> int:
-    return max(1, (n.bit_length() + 6) // 7)
 
 
 def _one_payload(data: bytearray) -> Payload:

@@ -577,6 +577,11 @@ impl<'a> Opened<'a> {
         &self.body
     }
 
+    /// The body, taken out: owned when it was decompressed, borrowed from the input otherwise.
+    pub fn into_body(self) -> Cow<'a, [u8]> {
+        self.body
+    }
+
     /// Where the body's bytes are.
     pub fn origin(&self) -> BodyOrigin {
         self.origin

@@ -144,11 +144,15 @@ impl<B: Builder> Tracer<B> {
         let mut decompressed = None;
         let result = open(data, options).and_then(|opened| {
             let origin = opened.origin();
-            match origin {
-                BodyOrigin::Input(base) => self.base = base,
-                BodyOrigin::Decompressed => decompressed = Some(opened.body().to_vec()),
+            if let BodyOrigin::Input(base) = origin {
+                self.base = base;
             }
-            decode_body(opened.body(), origin, max_depth, opened.budget(), &mut self)
+            let result = decode_body(opened.body(), origin, max_depth, opened.budget(), &mut self);
+            if origin == BodyOrigin::Decompressed {
+                // The decompressed body is ours already: hand it over rather than copy it.
+                decompressed = Some(opened.into_body().into_owned());
+            }
+            result
         });
         let trace = Trace {
             events: self.events,
