@@ -38,6 +38,13 @@ pub trait Builder {
     fn complex(&mut self, re: f64, im: f64) -> Result<Self::Obj, BuildError>;
     /// A str from bytes that must be strict UTF-8 ([`BuildError::InvalidUtf8`] otherwise).
     fn str(&mut self, utf8: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// A str that is a dict key, from bytes that must be strict UTF-8. Keys repeat across
+    /// payloads far more than other strs do, so a builder may hand out a str it made before
+    /// for the same bytes (strs have no identity of their own unless tracked, section 6).
+    #[inline(always)]
+    fn key_str(&mut self, utf8: &[u8]) -> Result<Self::Obj, BuildError> {
+        self.str(utf8)
+    }
     /// A str from UTF-8 that may also encode surrogates.
     fn str_surrogates(&mut self, bytes: &[u8]) -> Result<Self::Obj, BuildError>;
     /// A bytes object.
@@ -181,7 +188,7 @@ pub fn decode_body<B: Builder>(
         shapes: Vec::new(),
         builder,
         stack_limit: crate::stack::limit(),
-        ref_cache: [0; 256],
+        ref_cache: Vec::new(),
     };
     let root = decoder.value().map_err(|e| origin.locate(e))?;
     if decoder.pos != body.len() {
@@ -203,6 +210,9 @@ struct TrackedSlot<O> {
     obj: Option<O>,
 }
 
+/// Entries in the decoder's cache of recent `REF` targets (the top 8 bits of a hash index it).
+const REF_CACHE_SLOTS: usize = 256;
+
 struct Decoder<'a, B: Builder> {
     data: &'a [u8],
     /// Absolute position of the next byte.
@@ -220,8 +230,9 @@ struct Decoder<'a, B: Builder> {
     builder: &'a mut B,
     /// See [`crate::stack`].
     stack_limit: usize,
-    /// Indexes into `tracked` of recently referenced targets, by a hash of the target.
-    ref_cache: [u32; 256],
+    /// Indexes into `tracked` of recently referenced targets, by a hash of the target; empty
+    /// until the first `REF`, so that payloads without any pay nothing for it.
+    ref_cache: Vec<u32>,
 }
 
 fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
@@ -452,6 +463,32 @@ impl<'a, B: Builder> Decoder<'a, B> {
             return Ok(obj);
         }
         self.after_tag(tag, at)
+    }
+
+    /// A dict key: an untracked SHORT_STR goes to [`Builder::key_str`], anything else is
+    /// decoded as any value. (A tracked key is the first of several `REF`s to it and is
+    /// built once anyway; traced decodes take the general path so that every value is
+    /// reported the same way.)
+    #[inline(always)]
+    fn key(&mut self) -> Result<B::Obj, DecodeError> {
+        let at = self.pos;
+        if !B::TRACES {
+            if let Some(&tag) = self.data.get(at) {
+                if (0x40..=0x57).contains(&tag) {
+                    let n = usize::from(tag - Tag::ShortStr.code());
+                    if n < self.remaining() {
+                        self.pos += 1;
+                        self.charge(cost::str(n as u64), at)?;
+                        let raw = self.take(n, "str")?;
+                        return self
+                            .builder
+                            .key_str(raw)
+                            .map_err(|e| host_error(e, at + 1, "str"));
+                    }
+                }
+            }
+        }
+        self.value()
     }
 
     /// The value whose tag byte `tag` (at `at`) was just read.
@@ -698,7 +735,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
         self.record_early(slot, &dict);
         for _ in 0..n {
             let key_at = self.pos;
-            let key = self.value()?;
+            let key = self.key()?;
             self.builder
                 .check_key(&dict, &key)
                 .map_err(|e| host_error(e, key_at, "dict key"))?;
@@ -754,7 +791,10 @@ impl<'a, B: Builder> Decoder<'a, B> {
         // recent targets sit in the table saves the binary search. An entry is only a hint,
         // checked against the table, so a stale one costs nothing but the search.
         let cache_slot = (target.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
-        let hint = self.ref_cache[cache_slot] as usize;
+        if self.ref_cache.is_empty() {
+            self.ref_cache = vec![0; REF_CACHE_SLOTS];
+        }
+        let hint = self.ref_cache.get(cache_slot).map_or(0, |&i| i as usize);
         let found = match self.tracked.get(hint) {
             Some(slot) if slot.offset as u64 == target => Some(hint),
             _ => {
@@ -762,8 +802,8 @@ impl<'a, B: Builder> Decoder<'a, B> {
                     .tracked
                     .binary_search_by_key(&target, |slot| slot.offset as u64)
                     .ok();
-                if let Some(i) = found {
-                    self.ref_cache[cache_slot] = i as u32;
+                if let (Some(i), Some(entry)) = (found, self.ref_cache.get_mut(cache_slot)) {
+                    *entry = i as u32;
                 }
                 found
             }

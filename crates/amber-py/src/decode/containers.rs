@@ -3,7 +3,7 @@
 use amber_format::{BuildError, Builder, ExtCode, ShapeDef};
 use pyo3_ffi as ffi;
 
-use super::PyBuilder;
+use super::{key_cache, PyBuilder};
 use crate::object::PyObj;
 
 impl Builder for PyBuilder<'_, '_> {
@@ -31,6 +31,23 @@ impl Builder for PyBuilder<'_, '_> {
     #[inline(always)]
     fn str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
         self.make_str(utf8, c"strict")
+    }
+    #[inline(always)]
+    fn key_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
+        if !utf8.is_ascii() {
+            return self.make_str(utf8, c"strict");
+        }
+        let slot = key_cache::slot(utf8);
+        // SAFETY: the GIL is held for the whole decode.
+        let cached = unsafe { key_cache::lookup(slot, utf8) };
+        if !cached.is_null() {
+            // SAFETY: lookup returned a new reference.
+            return Ok(unsafe { PyObj::from_owned(cached).unwrap_unchecked() });
+        }
+        let key = self.make_str(utf8, c"strict")?;
+        // SAFETY: the GIL is held; key is a new exact str of ASCII characters.
+        unsafe { key_cache::remember(slot, key.as_ptr()) };
+        Ok(key)
     }
     fn str_surrogates(&mut self, bytes: &[u8]) -> Result<PyObj, BuildError> {
         self.make_str(bytes, c"surrogatepass")

@@ -4,6 +4,7 @@
 mod classes;
 mod containers;
 mod hash_guard;
+mod key_cache;
 mod known;
 mod numpy;
 mod oob;

@@ -1,0 +1,90 @@
+//! Dict keys made by earlier decodes, reused by later ones.
+//!
+//! Services decode the same few keys over and over, payload after payload. Building each key
+//! anew costs a str allocation, a copy and, when the dict inserts it, a SipHash of its bytes.
+//! A small direct-mapped table of keys made before turns that into a hash of at most 23
+//! bytes and a compare: a hit hands out the same str object, whose hash CPython has cached.
+//! Strs are immutable and a str read as an untracked SHORT_STR has no identity on the wire
+//! (section 6), so handing out one object for equal keys changes nothing a caller can rely on.
+
+use std::cell::UnsafeCell;
+
+use pyo3_ffi as ffi;
+
+/// Slots in the table; a power of two.
+const SLOTS: usize = 1024;
+
+/// The table: a str per slot, or NULL. Each str is an exact, compact ASCII str the table
+/// holds a reference to.
+struct Table(UnsafeCell<[*mut ffi::PyObject; SLOTS]>);
+
+// SAFETY: the table is only read and written by `lookup` and `remember`, which run with the
+// GIL held (the module does not declare itself free-threading safe, so CPython keeps the GIL
+// on while it is loaded); the GIL serialises every access.
+unsafe impl Sync for Table {}
+
+static TABLE: Table = Table(UnsafeCell::new([std::ptr::null_mut(); SLOTS]));
+
+/// The slot for `key`'s bytes (at most 23: SHORT_STR keys only).
+#[inline(always)]
+pub(super) fn slot(key: &[u8]) -> usize {
+    let mut h = key.len() as u64;
+    for chunk in key.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = (h.rotate_left(23) ^ u64::from_le_bytes(word)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    (h >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+/// A new reference to the cached str in `slot` if its text is `key` (ASCII), else NULL.
+///
+/// # Safety
+/// The GIL must be held.
+#[inline(always)]
+pub(super) unsafe fn lookup(slot: usize, key: &[u8]) -> *mut ffi::PyObject {
+    // SAFETY: the GIL is held (caller), so nothing else touches the table.
+    let cached = unsafe { (*TABLE.0.get())[slot % SLOTS] };
+    if cached.is_null() {
+        return cached;
+    }
+    // SAFETY: cached is a live compact ASCII str the table holds; its data is its length in
+    // bytes, one byte per character.
+    unsafe {
+        let len = ffi::PyUnicode_GET_LENGTH(cached) as usize;
+        if len != key.len()
+            || std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len) != key
+        {
+            return std::ptr::null_mut();
+        }
+        ffi::Py_INCREF(cached);
+    }
+    cached
+}
+
+/// Puts `key`, a new compact ASCII str, into `slot`, dropping what was there. Its hash is
+/// computed now, as the dict would compute it on insertion anyway; if that fails (it cannot
+/// for a str), the key is simply not cached.
+///
+/// # Safety
+/// The GIL must be held and `key` must be a live exact str of ASCII characters.
+#[inline]
+pub(super) unsafe fn remember(slot: usize, key: *mut ffi::PyObject) {
+    // SAFETY: key is a live str (caller).
+    if unsafe { ffi::PyObject_Hash(key) } == -1 {
+        // SAFETY: the GIL is held; a str hash does not fail, but never leave an error set.
+        unsafe { ffi::PyErr_Clear() };
+        return;
+    }
+    // SAFETY: the GIL is held, so nothing else touches the table; the table takes its own
+    // reference to key and gives up the one it held to the old str, whose deallocation (a
+    // str's) runs no Python code.
+    unsafe {
+        let entry = &mut (*TABLE.0.get())[slot % SLOTS];
+        ffi::Py_INCREF(key);
+        let old = std::mem::replace(entry, key);
+        if !old.is_null() {
+            ffi::Py_DECREF(old);
+        }
+    }
+}
