@@ -1,7 +1,14 @@
 //! The output of an encode: a `bytes` object written in place, grown by reallocation and
 //! shrunk to fit at the end. Writing into a `Vec` and copying it into a `bytes` object at the
 //! end would touch every byte twice, which halves the speed of large arrays.
+//!
+//! Small payloads are the exception: for them the allocation, reallocation and shrinking of
+//! a `bytes` object cost more than the encode itself. So the first bytes of every payload go
+//! into a buffer the thread keeps from one encode to the next; a payload that fits is copied
+//! into a `bytes` of exactly its size at the end, and one that outgrows it moves into a
+//! `bytes` object (one copy of at most [`SCRATCH_CAPACITY`] bytes) and carries on there.
 
+use std::cell::Cell;
 use std::os::raw::c_int;
 
 use amber_format::Sink;
@@ -17,51 +24,70 @@ extern "C" {
     fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, newsize: ffi::Py_ssize_t) -> c_int;
 }
 
-/// First allocation: payloads this small fit one pymalloc block with the object header.
-const INITIAL_CAPACITY: usize = 512 - 48;
+/// Size of the thread's reusable first buffer.
+const SCRATCH_CAPACITY: usize = 4096;
 
-/// A `bytes` object under construction, owned only by this sink until [`BytesSink::finish`].
+thread_local! {
+    /// The reusable first buffer, while no encode on this thread is using it. A nested encode
+    /// (a custom encoder calling `dumps`) finds it taken and starts in a `bytes` object.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// A payload under construction: in the thread's scratch buffer while it fits (`obj` NULL),
+/// then in a `bytes` object owned only by this sink until [`BytesSink::finish`].
 ///
-/// A failed reallocation does not abort: the sink drops its object, ignores every later
-/// write and reports `MemoryError` from `finish`, so the encoder never needs to check.
+/// A failed allocation does not abort: the sink drops its object, ignores every later write
+/// and reports `MemoryError` from `finish`, so the encoder never needs to check.
 pub struct BytesSink {
-    /// The bytes object (refcount 1, ours), or NULL after a failed allocation.
+    /// The bytes object (refcount 1, ours), or NULL while writing into `scratch` or after a
+    /// failed allocation.
     obj: *mut ffi::PyObject,
-    /// Its first data byte.
+    /// The first data byte: of `scratch`, of `obj`, or NULL after a failed allocation.
     data: *mut u8,
     len: usize,
-    /// Usable bytes in the object (its `ob_size` while it is being written).
+    /// Usable bytes at `data` (`obj`'s `ob_size` while it is being written).
     cap: usize,
+    /// The thread's scratch buffer (empty if it was in use), given back on drop. Written only
+    /// through `data`; its own length stays 0.
+    scratch: Vec<u8>,
 }
 
 impl BytesSink {
     /// An empty sink, or `MemoryError`.
     pub fn new() -> Result<Self, PyErr> {
-        // SAFETY: a NULL source asks CPython for an uninitialised object of that size.
-        let obj =
-            unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), INITIAL_CAPACITY as _) };
-        if obj.is_null() {
-            // SAFETY: the GIL is held; the allocation failure set an exception.
-            unsafe { ffi::PyErr_Clear() };
-            return Err(PyMemoryError::new_err("cannot allocate the output buffer"));
+        let mut scratch = SCRATCH.with(Cell::take);
+        if scratch.capacity() < SCRATCH_CAPACITY {
+            scratch = Vec::with_capacity(SCRATCH_CAPACITY);
         }
         Ok(BytesSink {
-            obj,
-            // SAFETY: obj is a live bytes object.
-            data: unsafe { ffi::PyBytes_AS_STRING(obj).cast::<u8>().cast_mut() },
+            obj: std::ptr::null_mut(),
+            data: scratch.as_mut_ptr(),
             len: 0,
-            cap: INITIAL_CAPACITY,
+            cap: scratch.capacity(),
+            scratch,
         })
     }
 
     /// The finished `bytes` object, exactly as long as what was written.
     pub fn finish(mut self) -> Result<PyObj, PyErr> {
-        if self.obj.is_null() {
+        if self.data.is_null() {
             return Err(out_of_memory(self.len));
         }
+        if self.obj.is_null() {
+            // SAFETY: the first len bytes of the scratch buffer are written; CPython copies
+            // them into a new bytes object.
+            let obj = unsafe {
+                ffi::PyBytes_FromStringAndSize(self.data.cast(), self.len as ffi::Py_ssize_t)
+            };
+            return PyObj::from_owned(obj).ok_or_else(|| {
+                // SAFETY: GIL held; drop the MemoryError CPython set, ours says more.
+                unsafe { ffi::PyErr_Clear() };
+                out_of_memory(self.len)
+            });
+        }
         if self.len != self.cap {
-            // SAFETY: we hold the only reference to obj; on failure CPython frees it and
-            // sets obj to NULL.
+            // SAFETY: we hold the only reference to obj; on failure CPython frees it and sets
+            // obj to NULL.
             if unsafe { _PyBytes_Resize(&mut self.obj, self.len as ffi::Py_ssize_t) } < 0 {
                 self.obj = std::ptr::null_mut();
                 // SAFETY: GIL held; drop the MemoryError CPython set, ours says more.
@@ -70,7 +96,7 @@ impl BytesSink {
             }
         }
         let obj = std::mem::replace(&mut self.obj, std::ptr::null_mut());
-        // SAFETY: obj is a new reference we own (non-NULL, checked above).
+        // SAFETY: obj is a new reference we own (non-NULL: a bytes object is being written).
         Ok(unsafe { PyObj::from_owned(obj).unwrap_unchecked() })
     }
 
@@ -78,7 +104,7 @@ impl BytesSink {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, additional: usize) -> bool {
-        if self.obj.is_null() {
+        if self.data.is_null() {
             return false;
         }
         let needed = self.len.saturating_add(additional);
@@ -86,6 +112,27 @@ impl BytesSink {
         if new_cap > isize::MAX as usize - 64 {
             self.fail();
             return false;
+        }
+        if self.obj.is_null() {
+            // Out of the scratch buffer: move what is written into a bytes object.
+            // SAFETY: a NULL source asks CPython for an uninitialised object of that size.
+            let obj = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), new_cap as _) };
+            if obj.is_null() {
+                // SAFETY: GIL held; the failure is reported by `finish`.
+                unsafe { ffi::PyErr_Clear() };
+                self.fail();
+                return false;
+            }
+            // SAFETY: obj is a new bytes object of new_cap > len bytes, which cannot overlap
+            // the scratch buffer, whose first len bytes are written.
+            unsafe {
+                let to = ffi::PyBytes_AS_STRING(obj).cast::<u8>().cast_mut();
+                std::ptr::copy_nonoverlapping(self.data, to, self.len);
+                self.data = to;
+            }
+            self.obj = obj;
+            self.cap = new_cap;
+            return true;
         }
         // SAFETY: we hold the only reference to obj; on failure CPython frees it and sets
         // obj to NULL.
@@ -143,6 +190,10 @@ fn out_of_memory(len: usize) -> PyErr {
 impl Drop for BytesSink {
     fn drop(&mut self) {
         self.fail();
+        let scratch = std::mem::take(&mut self.scratch);
+        if scratch.capacity() == SCRATCH_CAPACITY {
+            SCRATCH.with(|slot| slot.set(scratch));
+        }
     }
 }
 
