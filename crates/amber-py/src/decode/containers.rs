@@ -4,6 +4,13 @@ use amber_format::{BuildError, Builder, ExtCode, ShapeDef};
 use pyo3_ffi as ffi;
 
 use super::{key_cache, PyBuilder};
+
+extern "C" {
+    // CPython's constructor of a dict sized for `minused` items (pyo3-ffi keeps its binding
+    // private); exported by every CPython version amber supports, and used by msgspec and
+    // orjson for the same purpose.
+    fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
+}
 use crate::object::PyObj;
 
 impl Builder for PyBuilder<'_, '_> {
@@ -88,9 +95,17 @@ impl Builder for PyBuilder<'_, '_> {
     }
 
     #[inline]
-    fn dict(&mut self, _len: usize) -> Result<PyObj, BuildError> {
-        // SAFETY: plain constructor.
-        let ptr = unsafe { ffi::PyDict_New() };
+    fn dict(&mut self, len: usize) -> Result<PyObj, BuildError> {
+        // A new dict holds 5 items before its first resize; a larger one is made at its final
+        // size, saving the resizes (each a new table and a rehash) as it fills.
+        let ptr = if len <= 5 {
+            // SAFETY: plain constructor.
+            unsafe { ffi::PyDict_New() }
+        } else {
+            // SAFETY: a constructor taking a size hint; len is bounded by the input (each
+            // item needs two bytes), so it fits a Py_ssize_t.
+            unsafe { _PyDict_NewPresized(len as ffi::Py_ssize_t) }
+        };
         self.own(ptr)
     }
 
