@@ -35,6 +35,12 @@ def hostile_inputs() -> dict[str, bytes]:
         "many_empty_sets": HEADER + b"\x71" + varint(n // 2) + b"\x74\x00" * (n // 2),
         "many_empty_dicts": HEADER + b"\x71" + varint(n) + b"\x60" * n,
         "list_claims_all_of_empty_lists": HEADER + b"\x71" + varint(n) + b"\x58" * (n - 1),
+        "huge_packed_ints": HEADER + b"\x78" + HUGE + b"\x00" * 100,
+        "huge_packed_floats": HEADER + b"\x79" + HUGE + b"\x00" * 100,
+        # one byte for each new int object (-64 is outside CPython's small ints)
+        "packed_ints_of_one_byte": HEADER + b"\x78" + varint(n) + b"\x7f" * n,
+        "packed_floats": HEADER + b"\x79" + varint(n // 8) + b"\x00" * (n // 8 * 8),
+        "many_empty_packed_lists": HEADER + b"\x71" + varint(n // 2) + b"\x78\x00" * (n // 2),
         "refs_to_big_list": HEADER
         + b"\x71"
         + varint(1001)

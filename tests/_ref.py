@@ -2,8 +2,15 @@
 
 It exists so that tests can assert the exact bytes amber.dumps must produce for graphs drawn at
 random (the encoder's choices are fixed by the spec: shortest tag forms, FLOAT32 when exact,
-REF on the second meeting of an object with the TRACKED bit set on its first tag, SUPERSEDE
-for the copies of tuples met again while being written, found by a first pass).
+packed lists of unshared numbers, REF on the second meeting of an object with the TRACKED bit
+set on its first tag, SUPERSEDE for the copies of tuples met again while being written, found by
+a first pass).
+
+Packing follows the spec's exact rule (section 5.10.1): an item is shared when the graph holds it
+in more than one place, which a first walk counts. The extension proves the same thing with
+CPython's reference counts, which also count holders outside the graph (a test framework keeping
+generated values, a variable of the caller): it then writes such a list unpacked. Compare its
+bytes with these only for graphs whose objects nothing else holds (`_strategies.fresh_copy`).
 
 Unsupported is raised for graphs amber cannot encode (unsupported types, depth, refs=False
 cycles).
@@ -23,7 +30,10 @@ SHORT_STR, SHORT_LIST, SHORT_TUPLE, SHORT_DICT = 0x40, 0x58, 0x5C, 0x60
 STR, STR_SURROGATES, BYTES, BYTEARRAY = 0x68, 0x69, 0x6A, 0x6B
 INT, BIGINT, FLOAT64, FLOAT32, COMPLEX = 0x6C, 0x6D, 0x6E, 0x6F, 0x70
 LIST, TUPLE, DICT, SET, FROZENSET = 0x71, 0x72, 0x73, 0x74, 0x75
+PACKED_INT_LIST, PACKED_FLOAT_LIST = 0x78, 0x79
 TRACKED = 0x80
+PACKED_MIN = 4  # shorter lists are SHORT_LIST, which has no count byte to save
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 class Unsupported(Exception):
@@ -83,6 +93,43 @@ def encode_str(s: str) -> bytes:
     return bytes([STR]) + varint(len(data)) + data
 
 
+def holders(root: Any) -> dict[int, int]:
+    """How many places of the graph hold each object, by id (spec 5.10.1): every slot of every
+    container, each container counted once however often it occurs, plus one for the root."""
+    counts: dict[int, int] = {id(root): 1}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        t = type(obj)
+        if t not in (list, tuple, dict, set, frozenset) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        children = [x for pair in obj.items() for x in pair] if t is dict else list(obj)
+        for child in children:
+            counts[id(child)] = counts.get(id(child), 0) + 1
+            stack.append(child)
+    return counts
+
+
+def packed_form(items: list[Any], shared: Any) -> bytes | None:
+    """The packed encoding of a list's items (spec 5.10.1), or None when the list is not
+    packed; `shared(item)` says whether the memo could write an item as a REF."""
+    n = len(items)
+    if n < PACKED_MIN:
+        return None
+    if all(type(x) is int and I64_MIN <= x <= I64_MAX for x in items):
+        if any(not -16 <= x <= 256 and shared(x) for x in items):
+            return None
+        return bytes([PACKED_INT_LIST]) + varint(n) + b"".join(varint(zigzag(x)) for x in items)
+    if all(type(x) is float for x in items):
+        exact = sum(float32_exact(x) is not None for x in items)
+        if 4 * exact > n or any(shared(x) for x in items):
+            return None
+        return bytes([PACKED_FLOAT_LIST]) + varint(n) + struct.pack(f"<{n}d", *items)
+    return None
+
+
 def _inline(obj: Any) -> bool:
     """Values the reference encoder never memoizes (spec section 6.4, rules 1 and 3)."""
     t = type(obj)
@@ -117,6 +164,11 @@ class _Encoder:
         self.copies = copies  # occurrence numbers (tuples/frozensets) known to be copies
         self.found_copies: set[int] = set()
         self.occurrence = 0
+        self.holders: dict[int, int] = {}  # see `holders`; set by ref_dumps
+
+    def shared(self, obj: Any) -> bool:
+        """Whether the memo could write obj as a REF: it is memoized and held twice or more."""
+        return self.refs and not self.canonical and self.holders.get(id(obj), 0) > 1
 
     def ref(self, obj: Any) -> bool:
         pos = self.memo.get(id(obj)) if self.refs else None
@@ -250,6 +302,11 @@ class _Encoder:
         if level + 1 > self.max_depth:
             raise Unsupported("depth")
         self.remember(obj, len(self.out))
+        packed = packed_form(obj, self.shared) if t is list else None
+        if packed is not None:
+            # Its items are held once: they are met only here, so they need no memo entry.
+            self.out += packed
+            return
         self.write_header(obj, t)
         self.write_children(obj, t, level + 1)
 
@@ -296,11 +353,14 @@ def ref_dumps(
     sort_keys: bool = False,
 ) -> bytes:
     """Reference encoding of obj (spec sections 4-6), or raise Unsupported."""
+    counts = holders(obj) if refs and not canonical else {}
     enc = _Encoder(refs, max_depth, set(), canonical, sort_keys)
+    enc.holders = counts
     enc.write(obj, 0)
     if not enc.found_copies:
         return bytes(enc.out)
     enc2 = _Encoder(refs, max_depth, enc.found_copies, canonical, sort_keys)
+    enc2.holders = counts
     enc2.write(obj, 0)
     if enc2.found_copies:
         raise Unsupported("second pass found new copies")

@@ -18,6 +18,7 @@ def sample_objects() -> list[Any]:
     cyc_tuple: tuple[list[Any], int] = ([], 7)
     cyc_tuple[0].append(cyc_tuple)
     nan_payload = struct.unpack(">d", bytes.fromhex("7ff8000000000123"))[0]
+    shared_float = 1 / 9
     return [
         None,
         True,
@@ -55,4 +56,8 @@ def sample_objects() -> list[Any]:
         cyc_tuple,
         [cyc_tuple, cyc_tuple[0], cyc_tuple],
         {"users": [{"id": i, "name": f"user{i}", "tags": ("a", "b")} for i in range(3)]},
+        # packed lists: ints at the varint widths, floats, and one kept unpacked by sharing
+        [2**k - 1 for k in range(2, 64, 7)] + [-(2**63)],
+        [i / 7 for i in range(6)],
+        [shared_float, 1 / 3, 2 / 3, shared_float],
     ]

@@ -31,6 +31,18 @@ ints = st.one_of(
     st.integers(-(2**300), 2**300),
     st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1, 2**64, -(2**64)]),
 )
+i64_ints = st.one_of(
+    st.integers(-20, 300),
+    st.integers(-(2**63), 2**63 - 1),
+    st.sampled_from([2**63 - 1, -(2**63), 63, 64, -64, -65, 2**62, -(2**62) - 1]),
+)
+# Lists the encoder may pack (spec 5.10.1): all ints of the i64 range, all floats, or mixes in
+# which a bool, a bigint or a number of the other kind keeps them a LIST.
+number_lists = st.one_of(
+    st.lists(i64_ints, min_size=4, max_size=12),
+    st.lists(floats, min_size=4, max_size=12),
+    st.lists(st.one_of(i64_ints, floats, ints, st.booleans()), min_size=4, max_size=8),
+)
 surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 texts = st.one_of(
     st.text(max_size=30),
@@ -57,6 +69,7 @@ trees = st.recursive(
     atoms,
     lambda c: st.one_of(
         st.lists(c, max_size=6),
+        number_lists,
         st.lists(c, max_size=6).map(tuple),
         st.dictionaries(hashables, c, max_size=6),
         st.sets(hashables, max_size=6),
@@ -93,6 +106,21 @@ def reachable(root: Any) -> list[Any]:
         elif t in CONTAINERS:
             stack.extend(obj)
     return out
+
+
+def fresh_copy(x: Any) -> Any:
+    """x rebuilt from its reference encoding: the same graph (sharing and cycles included)
+    made of new objects that only the graph holds.
+
+    The extension finds the items it may pack by their reference counts, which also count
+    holders outside the graph (hypothesis keeps the values it draws, and shares constants such
+    as those of `sampled_from`); such a list is written unpacked, where the reference encoder,
+    which counts holders in the graph, packs it. Byte-exact comparisons with `_ref` use a
+    fresh copy, on which the two must agree."""
+    import amber
+    from _ref import ref_dumps
+
+    return amber.loads(ref_dumps(x))
 
 
 def set_order_may_change(x: Any) -> bool:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime
 import io
 import json
+import math
 import os
 import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 import amber
 import pytest
 from _notation import load_vectors, missing_requirements, vector_bytes, vector_options
+from _ref import varint, zigzag
 from _rich_strategies import mixtures, rich_diff
 from _samples import sample_objects
 from _strategies import cyclic_graphs, graphs
@@ -171,6 +174,49 @@ def test_inspect_strings_and_lengths(cli, tmp_path):
     assert rows[1][4] == repr(text)
     assert rows[2][:4] == (30, "69 05", 1, "STR_SURROGATES")
     assert rows[2][4] == repr("a\ud800b")
+
+
+def test_inspect_packed_lists(cli, tmp_path):
+    # {"i": ints, "f": floats, "g": floats}: a packed list is one line, with its tag and count
+    # as its bytes and its first items in its summary; its items have no lines of their own.
+    ints = [64, -65, *range(66, 74)]  # zigzag codes of two bytes each
+    floats = [0.25, 0.1, 0.2, math.nan]
+    body = bytes.fromhex("63 4169 78 0a") + b"".join(varint(zigzag(v)) for v in ints)
+    body += bytes.fromhex("4166 f9 04") + struct.pack("<4d", *floats)  # the list is at 30
+    body += bytes.fromhex("4167 93 1b")  # a REF to body offset 27: absolute 30
+    assert len(body) == 1 + 2 + 2 + 20 + 2 + 2 + 32 + 2 + 2
+    run = cli("inspect", write(tmp_path, H + body))
+    assert run.status == 0, run.err
+    rows = listing(run)
+    assert [(offset, depth, name) for offset, _, depth, name, _ in rows] == [
+        (3, 0, "SHORT_DICT"),
+        (4, 1, "SHORT_STR"),
+        (6, 1, "PACKED_INT_LIST"),
+        (28, 1, "SHORT_STR"),
+        (30, 1, "PACKED_FLOAT_LIST"),
+        (64, 1, "SHORT_STR"),
+        (66, 1, "REF"),
+    ]
+    assert rows[2][1] == "78 0a"
+    assert rows[2][4] == "list of 10 ints, packed: 64, -65, 66, 67, 68, 69, 70, 71, ..."
+    assert rows[4][1] == "f9 04"
+    assert rows[4][4] == (
+        "list of 4 floats, packed: 0.25, 0.1, 0.2, nan (bits 7ff8000000000000)  [tracked #0]"
+    )
+    assert rows[6][4] == "-> 30 (table #0)"
+    assert run.lines()[-1] == f"end: {3 + len(body)} bytes, 7 values"
+
+
+def test_stats_of_packed_lists(cli, tmp_path):
+    # A list of two packed lists: 4 ints of 1 byte, 4 floats of 8 bytes, nothing shared.
+    data = amber.dumps([[1, 2, 3, 4], [x / 3 for x in range(1, 5)]])
+    assert data[3:6] == bytes.fromhex("5a 78 04") and data[10:12] == bytes.fromhex("79 04")
+    run = cli("stats", "--json", write(tmp_path, data))
+    assert run.status == 0, run.err
+    stats = json.loads(run.text)
+    assert stats["values"] == 3
+    assert stats["max_depth"] == 2
+    assert stats["types"] == {"list": {"count": 3, "bytes": 1 + 6 + 34, "total_bytes": 41 + 6 + 34}}
 
 
 def test_inspect_max_lines_and_no_hex(cli, tmp_path):
@@ -505,7 +551,8 @@ def test_module_and_script(tmp_path):
 
 
 def test_broken_pipe(tmp_path):
-    path = write(tmp_path, amber.dumps(list(range(100, 30_000))))
+    # The None keeps the ints out of a packed list: a line for every item.
+    path = write(tmp_path, amber.dumps([None, *range(100, 30_000)]))
     with subprocess.Popen(
         [sys.executable, "-m", "amber", "inspect", path],
         stdout=subprocess.PIPE,
@@ -614,10 +661,10 @@ def test_inspect_a_compressed_payload_shows_the_body(cli, tmp_path):
     first = LINE.match(lines[2])
     assert first is not None
     # The body's first value is the list, at body offset 0: its tag and count, from the
-    # uncompressed payload.
-    assert int(first.group(1)) == 0 and first.group(4) == "LIST"
-    assert first.group(2).split()[:1] == [f"{plain[3]:02x}"]
-    assert lines[-1] == f"end: {len(plain) - 3} bytes, 301 values"
+    # uncompressed payload (a packed list: its items are not values of their own).
+    assert int(first.group(1)) == 0 and first.group(4) == "PACKED_INT_LIST"
+    assert first.group(2).split() == [f"{b:02x}" for b in plain[3:6]]
+    assert lines[-1] == f"end: {len(plain) - 3} bytes, 1 value"
 
 
 def test_a_stream_is_shown_message_by_message(cli, tmp_path):

@@ -273,7 +273,8 @@ import json, resource
 import amber
 HUGE = b"\xff" * 9 + b"\x01"
 tags = {"str": 0x68, "str_surrogates": 0x69, "bytes": 0x6A, "bytearray": 0x6B, "bigint": 0x6D,
-        "list": 0x71, "tuple": 0x72, "dict": 0x73, "set": 0x74, "frozenset": 0x75}
+        "list": 0x71, "tuple": 0x72, "dict": 0x73, "set": 0x74, "frozenset": 0x75,
+        "packed_ints": 0x78, "packed_floats": 0x79}
 lengths = {"2^64-1": HUGE, "2^63": b"\x80" * 9 + b"\x01", "2^32": b"\x80\x80\x80\x80\x10",
            "2^31-1": b"\xff\xff\xff\xff\x07", "1000": b"\xe8\x07"}
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

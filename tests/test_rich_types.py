@@ -960,7 +960,13 @@ def test_prop_reencode_is_stable_without_sets(x):
     out = amber.loads(data, types=rc.ALL_CLASSES)
     if _has_set(x):
         return  # a rebuilt set may iterate in another order
-    assert amber.dumps(out).hex(" ") == data.hex(" ")
+    again = amber.dumps(out)
+    if again != data:
+        # Only packing may differ: a list of numbers that hypothesis also holds is written
+        # unpacked (see `_strategies.fresh_copy`), its decoded copy, held by nothing else, packed.
+        assert len(again) <= len(data)
+        assert rs.rich_diff(out, amber.loads(again, types=rc.ALL_CLASSES)) is None
+    assert amber.dumps(amber.loads(again, types=rc.ALL_CLASSES)).hex(" ") == again.hex(" ")
 
 
 def _has_set(root) -> bool:

@@ -316,7 +316,8 @@ def test_container_tag_forms():
     h = b"\xab\x41\x01"
     assert amber.dumps([]) == h + b"\x58"
     assert amber.dumps([1, 2, 3]) == h + b"\x5b\x01\x02\x03"
-    assert amber.dumps([1, 2, 3, 4]) == h + b"\x71\x04\x01\x02\x03\x04"
+    assert amber.dumps([1, 2, 3, None]) == h + b"\x71\x04\x01\x02\x03\x90"
+    assert amber.dumps([1, 2, 3, 4]) == h + b"\x78\x04\x02\x04\x06\x08"  # packed ints
     assert amber.dumps(()) == h + b"\x5c"
     assert amber.dumps((1, 2, 3)) == h + b"\x5f\x01\x02\x03"
     assert amber.dumps((1, 2, 3, 4)) == h + b"\x72\x04\x01\x02\x03\x04"

@@ -781,7 +781,7 @@ def test_payload_error_keeps_class_and_attributes():
 
 
 def test_decoder_error_after_completed_messages_is_deferred():
-    bad = bytes.fromhex("ab 41 01 78")
+    bad = bytes.fromhex("ab 41 01 7a")
     data = stream_of([NONE_PAYLOAD, LIST12_PAYLOAD, bad, NONE_PAYLOAD])
     dec = amber.StreamDecoder()
     assert dec.feed(data) == [None, [1, 2]]  # nothing decoded is lost

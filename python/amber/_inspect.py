@@ -47,6 +47,8 @@ TYPE_OF_TAG = {
     "BYTEARRAY": "bytearray",
     "SHORT_LIST": "list",
     "LIST": "list",
+    "PACKED_INT_LIST": "list",
+    "PACKED_FLOAT_LIST": "list",
     "SHORT_TUPLE": "tuple",
     "TUPLE": "tuple",
     "SHORT_DICT": "dict",
@@ -59,11 +61,12 @@ TYPE_OF_TAG = {
     "SUPERSEDE": "supersede",
 }
 # The kinds of value that open a nesting level, besides EXT composites.
-_OPENS_LEVEL = frozenset({"container", "object", "supersede"})
+_OPENS_LEVEL = frozenset({"container", "packed", "object", "supersede"})
 HEADER_LEN = 3
 HEX_BYTES = 8  # head bytes shown per line
 TEXT_CHARS = 40  # characters of a str shown
 BYTES_SHOWN = 16
+ITEMS_SHOWN = 8  # first items of a packed list
 BIG_INT_BITS = 256  # longer ints are shown by their size
 
 
@@ -170,6 +173,12 @@ def _value_text(value: Any) -> str:
         return f"<{type(value).__name__}>"
 
 
+def _items_text(items: list[Any]) -> str:
+    """The first items of a packed list, which have no lines of their own."""
+    shown = ", ".join(_value_text(item) for item in items[:ITEMS_SHOWN])
+    return shown + (", ..." if len(items) > ITEMS_SHOWN else "")
+
+
 def summary(event: Event, base: int = 0) -> str:
     """What the value is, in a few words (offsets moved by ``base``)."""
     kind = event.info[0]
@@ -191,6 +200,12 @@ def summary(event: Event, base: int = 0) -> str:
         count = event.info[1]
         unit = "pair" if what == "dict" else "item"
         text = f"{what} of {count} {unit}{'' if count == 1 else 's'}"
+    elif kind == "packed":
+        count = event.info[1]
+        unit = "int" if event.name == "PACKED_INT_LIST" else "float"
+        text = f"list of {count} {unit}{'' if count == 1 else 's'}, packed"
+        if complete and count:
+            text += ": " + _items_text(event.value)
     elif kind == "ext":
         code, blob = event.info[1], event.info[2]
         text = code if blob is None else f"{code}, {blob} bytes"

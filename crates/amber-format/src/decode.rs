@@ -10,7 +10,7 @@ use crate::error::{BuildError, DecodeError, ErrorKind};
 use crate::ext::{ExtCode, ExtLayout};
 use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
 use crate::object::{self, NameProblem, ObjectKind, ShapeDef};
-use crate::tag::{Tag, TRACKABLE, TRACKED};
+use crate::tag::{Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
 
 pub use crate::stack::{STACK_RED_ZONE, STACK_SEGMENT};
@@ -55,6 +55,28 @@ pub trait Builder {
     fn list(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
     /// Puts item `index` (given in order 0, 1, ...) into a list.
     fn list_set(&mut self, list: &Self::Obj, index: usize, item: Self::Obj);
+    /// The list of a PACKED_INT_LIST or PACKED_FLOAT_LIST of `len` items, which arrive through
+    /// [`Builder::packed_int`] or [`Builder::packed_float`]. An ordinary list by default.
+    #[inline(always)]
+    fn packed_list(&mut self, len: usize) -> Result<Self::Obj, BuildError> {
+        self.list(len)
+    }
+    /// Puts the int `v` at `index` (given in order) of a list from [`Builder::packed_list`].
+    /// The item has no tag and no identity of its own; by default it is made as an INT's.
+    #[inline(always)]
+    fn packed_int(&mut self, list: &Self::Obj, index: usize, v: i64) -> Result<(), BuildError> {
+        let item = self.int(v)?;
+        self.list_set(list, index, item);
+        Ok(())
+    }
+    /// Puts the float `v` at `index` of a list from [`Builder::packed_list`], as
+    /// [`Builder::packed_int`] does for ints.
+    #[inline(always)]
+    fn packed_float(&mut self, list: &Self::Obj, index: usize, v: f64) -> Result<(), BuildError> {
+        let item = self.float(v)?;
+        self.list_set(list, index, item);
+        Ok(())
+    }
     /// A tuple that will receive `len` items through [`Builder::tuple_set`].
     fn tuple(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
     /// Puts item `index` (given in order) into a tuple.
@@ -138,6 +160,10 @@ pub trait Builder {
     /// entry `index` of the identity table.
     #[inline(always)]
     fn trace_reference(&mut self, _target: usize, _index: usize) {}
+    /// The innermost started value is a packed list of `len` items, whose tag and count end at
+    /// absolute offset `head_end`; its items follow without tags (no values of their own).
+    #[inline(always)]
+    fn trace_packed(&mut self, _head_end: usize, _len: usize) {}
     /// The innermost started value is an EXT value with this code.
     #[inline(always)]
     fn trace_ext(&mut self, _code: ExtCode) {}
@@ -412,16 +438,21 @@ impl<'a, B: Builder> Decoder<'a, B> {
     fn charge(&mut self, bytes: u64, at: usize) -> Result<(), DecodeError> {
         self.allocated = self.allocated.saturating_add(bytes);
         if self.allocated > self.max_alloc {
-            return Err(DecodeError::new(
-                ErrorKind::AllocLimit,
-                at,
-                format!(
-                    "decoding would allocate more than max_alloc={} bytes",
-                    self.max_alloc
-                ),
-            ));
+            return Err(self.alloc_error(at));
         }
         Ok(())
+    }
+
+    #[cold]
+    fn alloc_error(&self, at: usize) -> DecodeError {
+        DecodeError::new(
+            ErrorKind::AllocLimit,
+            at,
+            format!(
+                "decoding would allocate more than max_alloc={} bytes",
+                self.max_alloc
+            ),
+        )
     }
 
     #[inline]
@@ -632,6 +663,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
             }
             0x76 => self.ext(at, slot)?,
             0x77 => self.nested(|d| d.object(at, slot))?,
+            // Out of line: a packed list is one call for many items, while the arms here are
+            // on the path of every value. It records itself when tracked.
+            0x78 | 0x79 => return self.packed_list(code, at, slot),
             _ => {
                 return Err(DecodeError::new(
                     ErrorKind::UnknownTag,
@@ -708,6 +742,101 @@ impl<'a, B: Builder> Decoder<'a, B> {
         }
         self.leave();
         Ok(list)
+    }
+
+    /// A PACKED_INT_LIST (`code` 0x78) or PACKED_FLOAT_LIST (0x79) after its tag.
+    #[inline(never)]
+    fn packed_list(
+        &mut self,
+        code: u8,
+        at: usize,
+        slot: Option<usize>,
+    ) -> Result<B::Obj, DecodeError> {
+        if code == Tag::PackedIntList.code() {
+            let n = self.count(at, 1, "packed int list")?;
+            self.packed_ints(at, n, slot)
+        } else {
+            let n = self.count(at, 8, "packed float list")?;
+            self.packed_floats(at, n, slot)
+        }
+    }
+
+    /// The list of a packed run of `n` items (count read and checked), charged `charge` and
+    /// made and recorded like a LIST's; `fill` then reads the items into it.
+    #[inline(always)]
+    fn packed(
+        &mut self,
+        at: usize,
+        n: usize,
+        charge: u64,
+        slot: Option<usize>,
+        fill: impl FnOnce(&mut Self, &B::Obj) -> Result<(), DecodeError>,
+    ) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.charge(charge, at)?;
+        if B::TRACES {
+            self.builder.trace_packed(self.pos, n);
+        }
+        let list = self
+            .builder
+            .packed_list(n)
+            .map_err(|e| host_error(e, at, "list"))?;
+        self.record_early(slot, &list);
+        fill(self, &list)?;
+        self.leave();
+        Ok(list)
+    }
+
+    /// A PACKED_INT_LIST after its count: `n` zigzag varints, each checked and charged as an
+    /// INT or SMALL_INT item of a LIST would be (the budget is charged once at the end, having
+    /// been checked before each item was made).
+    fn packed_ints(
+        &mut self,
+        at: usize,
+        n: usize,
+        slot: Option<usize>,
+    ) -> Result<B::Obj, DecodeError> {
+        self.packed(at, n, cost::list(n as u64), slot, |d, list| {
+            let room = d.max_alloc.saturating_sub(d.allocated);
+            let mut spent = 0u64;
+            for i in 0..n {
+                let item_at = d.pos;
+                let v = unzigzag(d.varint()?);
+                if !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(&v) {
+                    spent += cost::SCALAR;
+                    if spent > room {
+                        d.allocated = d.allocated.saturating_add(spent);
+                        return Err(d.alloc_error(item_at));
+                    }
+                }
+                d.builder
+                    .packed_int(list, i, v)
+                    .map_err(|e| host_error(e, item_at, "int"))?;
+            }
+            d.allocated = d.allocated.saturating_add(spent);
+            Ok(())
+        })
+    }
+
+    /// A PACKED_FLOAT_LIST after its count: `n` binary64 values, which the count check has
+    /// already found in the input.
+    fn packed_floats(
+        &mut self,
+        at: usize,
+        n: usize,
+        slot: Option<usize>,
+    ) -> Result<B::Obj, DecodeError> {
+        self.packed(at, n, cost::packed_float_list(n as u64), slot, |d, list| {
+            let start = d.pos;
+            let raw = d.take(n.saturating_mul(8), "packed floats")?;
+            for (i, item) in raw.chunks_exact(8).enumerate() {
+                let bits: [u8; 8] = item.try_into().unwrap_or_default();
+                d.builder
+                    .packed_float(list, i, f64::from_le_bytes(bits))
+                    .map_err(|e| host_error(e, start + 8 * i, "float"))?;
+            }
+            Ok(())
+        })
     }
 
     fn tuple(&mut self, at: usize, n: usize) -> Result<B::Obj, DecodeError> {

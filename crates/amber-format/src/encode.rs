@@ -110,11 +110,37 @@ impl Writer {
     }
 }
 
+/// Largest int the reference encoder never memoizes (spec 6.4, rule 1): CPython keeps one
+/// object for each int up to here, so tracking them would only cost lookups.
+pub const INLINE_INT_MAX: i64 = 256;
+
 impl Writer {
     /// Whether `v` is written inline in the tag (and so is never tracked).
     #[inline]
     pub const fn is_small_int(v: i64) -> bool {
         tag::SMALL_INT_MIN <= v && v <= tag::SMALL_INT_MAX
+    }
+
+    /// Whether the reference encoder never memoizes the int `v` (spec 6.4, rule 1), so that
+    /// it never counts as shared.
+    #[inline]
+    pub const fn is_inline_int(v: i64) -> bool {
+        tag::SMALL_INT_MIN <= v && v <= INLINE_INT_MAX
+    }
+
+    /// Whether `v` is written as FLOAT32 (spec 5.5): it is not a NaN and binary32 holds it
+    /// exactly, subnormals included.
+    #[inline(always)]
+    pub fn is_float32_exact(v: f64) -> bool {
+        !v.is_nan() && f64::from(v as f32).to_bits() == v.to_bits()
+    }
+
+    /// Whether a list of `n` unshared floats, `exact` of them float32-exact, is written as
+    /// PACKED_FLOAT_LIST (spec 5.10.1): 8 bytes an item is never more than the 5 of a FLOAT32
+    /// and 9 of a FLOAT64 item it replaces when at most a quarter of them are FLOAT32.
+    #[inline]
+    pub const fn packs_floats(n: usize, exact: usize) -> bool {
+        n >= tag::PACKED_MIN && exact <= n / 4
     }
 }
 
@@ -207,10 +233,9 @@ impl<S: Sink> Writer<S> {
     /// A float, as 4 bytes when that is exact (and not NaN), else 8.
     #[inline(always)]
     pub fn float(&mut self, v: f64) {
-        let narrow = v as f32;
-        if !v.is_nan() && f64::from(narrow).to_bits() == v.to_bits() {
+        if Writer::is_float32_exact(v) {
             self.buf
-                .put_tag_fixed(Tag::Float32.code(), narrow.to_le_bytes());
+                .put_tag_fixed(Tag::Float32.code(), (v as f32).to_le_bytes());
         } else {
             self.buf.put_tag_fixed(Tag::Float64.code(), v.to_le_bytes());
         }
@@ -255,6 +280,37 @@ impl<S: Sink> Writer<S> {
     #[inline]
     pub fn list_header(&mut self, n: usize) {
         self.counted(Tag::ShortList, tag::SHORT_SEQ_MAX, Tag::List, n);
+    }
+
+    /// The start of a PACKED_INT_LIST of `n` ints, each then written by [`Writer::packed_int`].
+    pub fn packed_int_list_header(&mut self, n: usize) {
+        self.buf.put_tag_varint(Tag::PackedIntList.code(), n as u64);
+    }
+
+    /// One item of a PACKED_INT_LIST: its zigzag varint, without a tag.
+    #[inline]
+    pub fn packed_int(&mut self, v: i64) {
+        self.varint(zigzag(v));
+    }
+
+    /// The start of a PACKED_FLOAT_LIST of `n` floats, each then written by
+    /// [`Writer::packed_float`].
+    pub fn packed_float_list_header(&mut self, n: usize) {
+        self.buf
+            .put_tag_varint(Tag::PackedFloatList.code(), n as u64);
+    }
+
+    /// One item of a PACKED_FLOAT_LIST: its 8 bytes, bit for bit, without a tag.
+    #[inline]
+    pub fn packed_float(&mut self, v: f64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// The sink, for a caller that writes a run of items with stores of its own (the Python
+    /// extension's packed lists). What it appends must continue the payload validly.
+    #[inline]
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.buf
     }
 
     /// The start of a tuple of `n` values.

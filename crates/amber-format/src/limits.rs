@@ -73,6 +73,12 @@ pub mod cost {
     pub const fn list(n: u64) -> u64 {
         72 + 8 * n
     }
+    /// A list of `n` floats from a PACKED_FLOAT_LIST: the list and its `n` floats, charged
+    /// together before any item is read. (The ints of a PACKED_INT_LIST are charged one by
+    /// one as they are read, as INT items are, since the small ones cost nothing.)
+    pub const fn packed_float_list(n: u64) -> u64 {
+        list(n).saturating_add(SCALAR.saturating_mul(n))
+    }
     /// A tuple of `n` items.
     pub const fn tuple(n: u64) -> u64 {
         56 + 8 * n

@@ -10,6 +10,7 @@ use crate::error::{BuildError, DecodeError};
 use crate::ext::{ExtCode, ExtLayout};
 use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
 use crate::object::ShapeDef;
+use crate::tag;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};
 
@@ -101,9 +102,14 @@ impl Graph {
 
     /// Encodes the graph as the reference encoder does; `refs` false writes shared nodes
     /// every time (a cycle then fails with the path's length as the error).
+    ///
+    /// A list of numbers is packed when none of its items is shared (spec 5.10.1). The graph
+    /// has no reference counts, but it knows exactly where each node is held: an item that
+    /// one place of the graph holds is met once, so it is never written as a `REF`.
     pub fn encode(&self, refs: bool) -> Result<Vec<u8>, String> {
         let mut tracker = RefTracker::new();
         let mut writer = Writer::default();
+        let holders = if refs { self.holders() } else { Vec::new() };
         loop {
             let mut pass = GraphEncoder {
                 graph: self,
@@ -111,6 +117,7 @@ impl Graph {
                 tracker: refs.then_some(&mut tracker),
                 depth: 0,
                 shapes: FxHashMap::default(),
+                holders: &holders,
             };
             match pass.node(self.root) {
                 Err(Pass::Restart) => {}
@@ -121,6 +128,41 @@ impl Graph {
             tracker.reset(true);
             writer.reset();
         }
+    }
+
+    /// How many places of the graph reachable from the root hold each node, the root itself
+    /// counting as one: every slot of every container, EXT composite and object, each of
+    /// them counted once however often it is met.
+    fn holders(&self) -> Vec<u32> {
+        let mut held = vec![0u32; self.nodes.len()];
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack = vec![self.root];
+        if let Some(count) = held.get_mut(self.root) {
+            *count += 1;
+        }
+        while let Some(id) = stack.pop() {
+            match seen.get_mut(id) {
+                Some(visited) if !*visited => *visited = true,
+                _ => continue,
+            }
+            let children: Vec<NodeId> = match &self.nodes[id] {
+                Node::List(items)
+                | Node::Tuple(items)
+                | Node::Set(items)
+                | Node::FrozenSet(items)
+                | Node::ExtValues(_, items)
+                | Node::Object(_, items) => items.clone(),
+                Node::Dict(pairs) => pairs.iter().flat_map(|&(k, v)| [k, v]).collect(),
+                _ => Vec::new(),
+            };
+            for child in children {
+                if let Some(count) = held.get_mut(child) {
+                    *count = count.saturating_add(1);
+                    stack.push(child);
+                }
+            }
+        }
+        held
     }
 
     fn node(&self, id: NodeId) -> Result<&Node, String> {
@@ -588,6 +630,14 @@ struct GraphEncoder<'g, 'w> {
     depth: u32,
     /// Shapes written so far in this pass, with their numbers.
     shapes: FxHashMap<&'g ShapeDef, usize>,
+    /// [`Graph::holders`], when refs are on.
+    holders: &'w [u32],
+}
+
+/// The packed form a list takes.
+enum Packing {
+    Ints,
+    Floats,
 }
 
 impl GraphEncoder<'_, '_> {
@@ -639,6 +689,11 @@ impl GraphEncoder<'_, '_> {
                 .str_surrogates(&encode_utf8_with_surrogates(points)),
             Node::Bytes(b) => self.writer.bytes(b),
             Node::ByteArray(b) => self.writer.bytearray(b),
+            Node::List(items) if self.packing(items).is_some() => {
+                self.enter()?;
+                self.packed(items);
+                self.depth -= 1;
+            }
             Node::List(items) | Node::Tuple(items) | Node::Set(items) | Node::FrozenSet(items) => {
                 self.enter()?;
                 match node {
@@ -707,6 +762,65 @@ impl GraphEncoder<'_, '_> {
             tracker.end_immutable(id, t, self.writer);
         }
         Ok(())
+    }
+
+    /// Whether the items of a list qualify for a packed form (spec 5.10.1), and which: at
+    /// least [`tag::PACKED_MIN`] of them, all ints or all floats (few of them float32-exact),
+    /// none of them shared.
+    fn packing(&self, items: &[NodeId]) -> Option<Packing> {
+        if items.len() < tag::PACKED_MIN {
+            return None;
+        }
+        let nodes = &self.graph.nodes;
+        // Without refs nothing is memoized, so nothing can be written as a REF.
+        let unshared =
+            |id: NodeId| self.tracker.is_none() || self.holders.get(id).copied() == Some(1);
+        match nodes.get(*items.first()?)? {
+            Node::Int(_) => items
+                .iter()
+                .all(|&id| match nodes.get(id) {
+                    Some(Node::Int(v)) => Writer::is_inline_int(*v) || unshared(id),
+                    _ => false,
+                })
+                .then_some(Packing::Ints),
+            Node::Float(_) => {
+                let mut exact = 0;
+                for &id in items {
+                    match nodes.get(id) {
+                        Some(Node::Float(bits)) if unshared(id) => {
+                            exact += usize::from(Writer::is_float32_exact(f64::from_bits(*bits)));
+                        }
+                        _ => return None,
+                    }
+                }
+                Writer::packs_floats(items.len(), exact).then_some(Packing::Floats)
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes a list that [`GraphEncoder::packing`] accepted (and writes nothing otherwise).
+    fn packed(&mut self, items: &[NodeId]) {
+        let nodes = &self.graph.nodes;
+        match self.packing(items) {
+            Some(Packing::Ints) => {
+                self.writer.packed_int_list_header(items.len());
+                for &id in items {
+                    if let Some(Node::Int(v)) = nodes.get(id) {
+                        self.writer.packed_int(*v);
+                    }
+                }
+            }
+            Some(Packing::Floats) => {
+                self.writer.packed_float_list_header(items.len());
+                for &id in items {
+                    if let Some(Node::Float(bits)) = nodes.get(id) {
+                        self.writer.packed_float(f64::from_bits(*bits));
+                    }
+                }
+            }
+            None => {}
+        }
     }
 
     fn children(&mut self, values: &[NodeId]) -> Result<(), Pass> {
@@ -817,6 +931,30 @@ mod tests {
         g.root = slice;
         let back = Graph::decode(&g.encode(true).unwrap(), &Limits::default()).unwrap();
         g.same_as(&back).unwrap();
+    }
+
+    #[test]
+    fn numbers_held_once_are_packed() {
+        let mut g = Graph::default();
+        let items: Vec<NodeId> = [0.1f64, 0.2, 0.3, 0.4]
+            .iter()
+            .map(|v| g.add(Node::Float(v.to_bits())))
+            .collect();
+        let list = g.add(Node::List(items.clone()));
+        g.root = g.add(Node::List(vec![list]));
+        let packed = g.encode(true).unwrap();
+        assert_eq!(packed[4], Tag::PackedFloatList.code());
+        // A holder outside the graph reachable from the root does not count.
+        g.add(Node::List(vec![items[0]]));
+        assert_eq!(g.encode(true).unwrap(), packed);
+        // A second holder in the graph does: the item is written once, then as a REF.
+        g.root = g.add(Node::List(vec![list, items[0]]));
+        let unpacked = g.encode(true).unwrap();
+        assert_eq!(unpacked[4], Tag::List.code());
+        g.same_as(&Graph::decode(&unpacked, &Limits::default()).unwrap())
+            .unwrap();
+        // Without refs nothing is shared.
+        assert_eq!(g.encode(false).unwrap()[4], Tag::PackedFloatList.code());
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub enum Tag {
     Ext = 0x76,
     /// A class instance by shape (see [`crate::object`]).
     Object = 0x77,
+    /// varint count, then that many zigzag varints: a list of ints in the i64 range.
+    PackedIntList = 0x78,
+    /// varint count, then that many IEEE-754 binary64 little-endian values: a list of floats.
+    PackedFloatList = 0x79,
     /// `0x80-0x8F`: the int `tag - 0x90` (-16..=-1).
     SmallNeg = 0x80,
     /// `None`.
@@ -73,7 +77,7 @@ pub enum Tag {
 
 impl Tag {
     /// Every row of the table, in code order.
-    pub const ALL: [Tag; 27] = [
+    pub const ALL: [Tag; 29] = [
         Tag::SmallInt,
         Tag::ShortStr,
         Tag::ShortList,
@@ -95,6 +99,8 @@ impl Tag {
         Tag::FrozenSet,
         Tag::Ext,
         Tag::Object,
+        Tag::PackedIntList,
+        Tag::PackedFloatList,
         Tag::SmallNeg,
         Tag::None,
         Tag::False,
@@ -145,6 +151,8 @@ impl Tag {
             Tag::FrozenSet => "FROZENSET",
             Tag::Ext => "EXT",
             Tag::Object => "OBJECT",
+            Tag::PackedIntList => "PACKED_INT_LIST",
+            Tag::PackedFloatList => "PACKED_FLOAT_LIST",
             Tag::SmallNeg => "SMALL_NEG",
             Tag::None => "NONE",
             Tag::False => "FALSE",
@@ -177,6 +185,9 @@ impl Tag {
 pub const SHORT_STR_MAX: usize = 23;
 /// Largest length carried in a `SHORT_LIST` or `SHORT_TUPLE` tag.
 pub const SHORT_SEQ_MAX: usize = 3;
+/// Fewest items a list needs before the reference encoder writes it packed: shorter lists
+/// take `SHORT_LIST`, which has no count byte, so packing them would never save a byte.
+pub const PACKED_MIN: usize = SHORT_SEQ_MAX + 1;
 /// Largest pair count carried in a `SHORT_DICT` tag.
 pub const SHORT_DICT_MAX: usize = 7;
 /// Smallest int written as `SMALL_NEG`.
@@ -216,7 +227,10 @@ mod tests {
         assert_eq!(Tag::of_byte(0x45 | TRACKED), Some(Tag::ShortStr));
         assert_eq!(Tag::of_byte(0x95), None);
         assert_eq!(Tag::of_byte(0x76 | TRACKED), Some(Tag::Ext));
-        assert_eq!(Tag::of_byte(0x78 | TRACKED), None);
+        assert_eq!(Tag::of_byte(0x78 | TRACKED), Some(Tag::PackedIntList));
+        assert_eq!(Tag::of_byte(0x79), Some(Tag::PackedFloatList));
+        assert_eq!(Tag::of_byte(0x7A), None);
+        assert_eq!(Tag::of_byte(0x7A | TRACKED), None);
         assert_eq!(Tag::of_byte(0x85), Some(Tag::SmallNeg));
     }
 }

@@ -30,6 +30,12 @@ pub enum Info {
         /// Declared number of items or pairs.
         len: usize,
     },
+    /// A PACKED_INT_LIST or PACKED_FLOAT_LIST of `len` items. Its items have no tags, so
+    /// they are not values of their own: the event's value is the whole list.
+    Packed {
+        /// Declared number of items.
+        len: usize,
+    },
     /// An EXT value; `blob` is the blob's length for a blob layout, `None` for a composite.
     Ext {
         /// The EXT code.
@@ -253,6 +259,14 @@ impl<B: Builder> Builder for Tracer<B> {
         self.annotate(Info::Ref { target, index });
     }
 
+    fn trace_packed(&mut self, head_end: usize, len: usize) {
+        let head_end = head_end + self.base;
+        if let Some(event) = self.current() {
+            event.info = Info::Packed { len };
+            event.head_end = Some(head_end);
+        }
+    }
+
     fn trace_ext(&mut self, code: ExtCode) {
         self.annotate(Info::Ext { code, blob: None });
     }
@@ -302,6 +316,15 @@ impl<B: Builder> Builder for Tracer<B> {
     }
     fn list_set(&mut self, list: &B::Obj, index: usize, item: B::Obj) {
         self.inner.list_set(list, index, item);
+    }
+    fn packed_list(&mut self, len: usize) -> Result<B::Obj, BuildError> {
+        self.inner.packed_list(len)
+    }
+    fn packed_int(&mut self, list: &B::Obj, index: usize, v: i64) -> Result<(), BuildError> {
+        self.inner.packed_int(list, index, v)
+    }
+    fn packed_float(&mut self, list: &B::Obj, index: usize, v: f64) -> Result<(), BuildError> {
+        self.inner.packed_float(list, index, v)
     }
     fn tuple(&mut self, len: usize) -> Result<B::Obj, BuildError> {
         self.annotate(Info::Container { len });
@@ -585,6 +608,52 @@ mod tests {
                 (4, Some(5), 1, 0x01, Some(5), None, Info::Scalar),
                 (5, None, 1, 0x42, None, None, Info::Unknown),
             ]
+        );
+    }
+
+    #[test]
+    fn a_packed_list_is_one_value_whose_items_are_its_data() {
+        // [[64, -1, 2**63 - 1], [0.5]]: a list of 2 holding a PACKED_INT_LIST of 3 and a
+        // tracked PACKED_FLOAT_LIST of 1, and no events for their items.
+        let mut body = vec![0x5A, 0x78, 0x03, 0x80, 0x01, 0x01];
+        body.extend_from_slice(&[0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]);
+        body.extend_from_slice(&[0xF9, 0x01, 0, 0, 0, 0, 0, 0, 0xE0, 0x3F]);
+        let data = payload(&body);
+        let trace = trace_graph(&data, &Limits::default(), 100);
+        assert!(trace.result.is_ok());
+        assert_eq!(
+            rows(&trace),
+            vec![
+                (
+                    3,
+                    Some(29),
+                    0,
+                    0x5A,
+                    Some(4),
+                    None,
+                    Info::Container { len: 2 }
+                ),
+                (4, Some(19), 1, 0x78, Some(6), None, Info::Packed { len: 3 }),
+                (
+                    19,
+                    Some(29),
+                    1,
+                    0xF9,
+                    Some(21),
+                    Some(0),
+                    Info::Packed { len: 1 }
+                ),
+            ]
+        );
+        assert_eq!(trace.values, 3);
+        // Cut inside the third int: the list is known, its end is not.
+        let trace = trace_graph(&data[..10], &Limits::default(), 100);
+        let err = trace.result.as_ref().expect_err("truncated");
+        assert_eq!((err.kind, err.offset), (ErrorKind::Truncated, 9));
+        assert_eq!(trace.events[1].info, Info::Packed { len: 3 });
+        assert_eq!(
+            (trace.events[1].head_end, trace.events[1].end),
+            (Some(6), None)
         );
     }
 

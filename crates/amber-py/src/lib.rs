@@ -449,6 +449,7 @@ fn trace_event<'py>(
         Info::Supersede => (kind("supersede"),).into_pyobject(py)?.into_any(),
         Info::Data { len } => (kind("data"), len).into_pyobject(py)?.into_any(),
         Info::Container { len } => (kind("container"), len).into_pyobject(py)?.into_any(),
+        Info::Packed { len } => (kind("packed"), len).into_pyobject(py)?.into_any(),
         Info::Ext { code, blob } => (kind("ext"), kind(code.spec_name()), blob)
             .into_pyobject(py)?
             .into_any(),

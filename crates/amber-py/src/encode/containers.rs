@@ -15,6 +15,12 @@ impl PyEncoder<'_> {
         }
         let _held = hold(obj);
         self.enter()?;
+        // Items held by this list alone are met only here: a list of such numbers loses no
+        // sharing when packed.
+        if self.packed(obj, 1) {
+            self.leave();
+            return Ok(());
+        }
         // SAFETY: obj is an exact list.
         let n = unsafe { ffi::PyList_GET_SIZE(obj) };
         self.writer.list_header(n as usize);

@@ -790,6 +790,13 @@ impl PyEncoder<'_> {
         let items = PyObj::from_owned(unsafe { ffi::PySequence_List(obj) })
             .ok_or_else(|| EncodeFail::python(self.py))?;
         self.enter()?;
+        // The copy and the deque hold each item once: two references for an item met here
+        // alone.
+        if self.packed(items.as_ptr(), 2) {
+            self.leave();
+            self.leave();
+            return Ok(());
+        }
         // SAFETY: items is a list only we hold, so nothing can change it.
         let n = unsafe { ffi::PyList_GET_SIZE(items.as_ptr()) };
         self.writer.list_header(n as usize);

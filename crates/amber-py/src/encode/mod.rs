@@ -8,6 +8,7 @@ mod error;
 mod known;
 mod numpy;
 mod oob;
+mod packed;
 mod scalars;
 mod sink;
 

@@ -182,6 +182,122 @@ impl BytesSink {
     }
 }
 
+/// A run of bytes written into a [`BytesSink`] with unchecked stores (the items of a packed
+/// list): the caller makes room with [`BytesSink::run`] and [`Run::ensure`], then writes. Nothing
+/// counts as written until [`Run::commit`]: dropping a run leaves the sink's contents as they
+/// were, which is how a list that turns out not to qualify is taken back.
+pub struct Run<'a> {
+    sink: &'a mut BytesSink,
+    /// Where the next byte goes.
+    at: *mut u8,
+    /// The end of the sink's capacity.
+    end: *mut u8,
+}
+
+impl BytesSink {
+    /// Starts a run with room for at least `min` bytes; `None` once an allocation has failed
+    /// (the encode then reports `MemoryError` from `finish`, as after any other write).
+    #[inline]
+    pub fn run(&mut self, min: usize) -> Option<Run<'_>> {
+        if !self.room(min) {
+            return None;
+        }
+        // SAFETY: room() guarantees len + min <= cap, so both pointers are inside (or one past
+        // the end of) the object's data.
+        let (at, end) = unsafe { (self.data.add(self.len), self.data.add(self.cap)) };
+        Some(Run {
+            at,
+            end,
+            sink: self,
+        })
+    }
+}
+
+impl Run<'_> {
+    /// Makes sure `additional` more bytes fit, growing the sink when they do not (by at least
+    /// doubling it, so this is rare); false once an allocation has failed.
+    #[inline(always)]
+    pub fn ensure(&mut self, additional: usize) -> bool {
+        if (self.end as usize - self.at as usize) >= additional {
+            return true;
+        }
+        // The run's own fields stay out of the call, so that the loop writing through it can
+        // keep them in registers.
+        match grow_run(self.sink, self.at, additional) {
+            Some((at, end)) => {
+                (self.at, self.end) = (at, end);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Appends one byte.
+    ///
+    /// # Safety
+    /// There must be room for it: made by [`BytesSink::run`] or [`Run::ensure`].
+    #[inline(always)]
+    pub unsafe fn byte(&mut self, b: u8) {
+        debug_assert!(self.at < self.end);
+        // SAFETY: per the contract, at is inside the room made.
+        unsafe {
+            *self.at = b;
+            self.at = self.at.add(1);
+        }
+    }
+
+    /// Appends `value` as a minimal varint.
+    ///
+    /// # Safety
+    /// There must be room for `MAX_VARINT_LEN` bytes.
+    #[inline(always)]
+    pub unsafe fn varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            // SAFETY: per the contract, a varint's at most MAX_VARINT_LEN bytes fit.
+            unsafe { self.byte((value as u8) | 0x80) };
+            value >>= 7;
+        }
+        // SAFETY: as above.
+        unsafe { self.byte(value as u8) };
+    }
+
+    /// Appends the 8 bytes of `value`, little-endian.
+    ///
+    /// # Safety
+    /// There must be room for 8 bytes.
+    #[inline(always)]
+    pub unsafe fn f64(&mut self, value: f64) {
+        debug_assert!(self.at.wrapping_add(8) <= self.end);
+        // SAFETY: per the contract the 8 bytes fit; an array of bytes needs no alignment.
+        unsafe {
+            std::ptr::write_unaligned(self.at.cast::<[u8; 8]>(), value.to_le_bytes());
+            self.at = self.at.add(8);
+        }
+    }
+
+    /// Keeps what was written.
+    #[inline]
+    pub fn commit(self) {
+        // SAFETY: at and data point into the same object, at no lower than data + len.
+        let written = unsafe { self.at.offset_from(self.sink.data) };
+        self.sink.len = written as usize;
+    }
+}
+
+/// Grows `sink` so that `additional` bytes fit after `at`, a run's position in it: the run's
+/// new position and end, or `None` once an allocation has failed.
+#[cold]
+#[inline(never)]
+fn grow_run(sink: &mut BytesSink, at: *mut u8, additional: usize) -> Option<(*mut u8, *mut u8)> {
+    // SAFETY: at points into the sink's data, at or after its committed length.
+    let pos = unsafe { at.offset_from(sink.data) } as usize;
+    if !sink.grow(pos - sink.len + additional) {
+        return None;
+    }
+    // SAFETY: the grown object keeps its first pos bytes and has cap bytes of room.
+    Some(unsafe { (sink.data.add(pos), sink.data.add(sink.cap)) })
+}
+
 #[cold]
 fn out_of_memory(len: usize) -> PyErr {
     PyMemoryError::new_err(format!("cannot allocate the output ({len} bytes written)"))
