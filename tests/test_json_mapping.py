@@ -147,6 +147,25 @@ def test_identity_and_cycles(graph_diff):
     assert back[0] is back[1]
 
 
+def test_cycle_through_a_tuple_whose_later_child_is_defined_inside_it(graph_diff):
+    # outer = [T1]; T1 = ([T2], d); T2 = (outer, T1, d): rebuilding T1 inside the cycle reads
+    # its child {"$ref": 3} before the document has reached the $id 3 inside T2.
+    shared: dict[Any, Any] = {None: []}
+    outer: list[Any] = []
+    inner: list[Any] = []
+    first = (inner, shared)
+    inner.append((outer, first, shared))
+    outer.append(first)
+    text = to_json(outer)
+    assert text.index('"$ref":3') > text.index('"$id":3')
+    for value in (outer, [outer, shared], (outer,)):
+        back = from_json(to_json(value))
+        assert graph_diff(value, back) is None
+    # Outside a rebuilt cycle a forward $ref stays an error.
+    with pytest.raises(JsonMappingError, match=r"\$ref 2 names no earlier \$id"):
+        from_json('[{"$ref":2},{"$id":2,"$list":[]}]')
+
+
 def test_reader_takes_defaults_written_out(graph_diff):
     cases = {
         '{"$time": "01:02:03", "tz": null, "fold": 0}': datetime.time(1, 2, 3),

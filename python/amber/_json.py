@@ -752,7 +752,18 @@ _PENDING: Final = object()
 class _Frame:
     """A container being read: its JSON node, what it becomes, where its children are."""
 
-    __slots__ = ("children", "id", "keys", "kind", "node", "obj", "pending", "pos", "where")
+    __slots__ = (
+        "children",
+        "id",
+        "keys",
+        "kind",
+        "node",
+        "obj",
+        "pending",
+        "pos",
+        "rebuilt",
+        "where",
+    )
 
     def __init__(self, node: Any, kind: int, obj: Any, children: Any, where: str) -> None:
         self.node = node
@@ -767,6 +778,8 @@ class _Frame:
         self.id: int | None = None
         self.pos = 0
         self.pending: Any = None
+        # Opened again by a $ref inside a cycle through this node (see _Reader._ref).
+        self.rebuilt = False
 
     def step(self) -> str:
         """The path, from this frame's node, to the child being read."""
@@ -810,8 +823,12 @@ class _Reader:
         self._id_nodes: dict[int, Any] = {}
         # Containers and mutable values made so far, by the identity of their JSON node.
         self._done: dict[int, Any] = {}
+        self._root: Any = None
+        # Every node with an $id in the document, made on first need (see _ref).
+        self._all_ids: dict[int, Any] | None = None
 
     def read(self, root: Any) -> Any:
+        self._root = root
         try:
             result = self._enter(root)
             while self._stack:
@@ -937,6 +954,11 @@ class _Reader:
         if target in self._by_id:
             return self._by_id[target]
         target_node = self._id_nodes.get(target)
+        if target_node is None and any(frame.rebuilt for frame in self._stack):
+            # A value rebuilt inside a cycle reads its children ahead of where the document
+            # first gives them, so it may meet a $ref whose $id comes later in the document
+            # (but earlier in the payload's own order, inside the cycle's first pass).
+            target_node = self._ids_in_document().get(target)
         _want(target_node is not None, f"$ref {target} names no earlier $id")
         # A tuple, frozenset or slice still being built: build it again here, inside the
         # cycle, through the container that must lie between.
@@ -947,7 +969,27 @@ class _Reader:
             )
             if frame.kind in _CREATED_FIRST:
                 break
-        return self._enter(target_node)
+        value = self._enter(target_node)
+        if value is _PENDING and self._stack[-1].node is target_node:
+            self._stack[-1].rebuilt = True
+        return value
+
+    def _ids_in_document(self) -> dict[int, Any]:
+        """Every JSON object with an integer $id in the document, by $id (first wins)."""
+        if self._all_ids is None:
+            found: dict[int, Any] = {}
+            todo = [self._root]
+            while todo:
+                node = todo.pop()
+                if type(node) is dict:
+                    ident = node.get("$id")
+                    if type(ident) is int:
+                        found.setdefault(ident, node)
+                    todo.extend(reversed(list(node.values())))
+                elif type(node) is list:
+                    todo.extend(reversed(node))
+            self._all_ids = found
+        return self._all_ids
 
     def _sequence(self, node: Any, tag: str, ident: int | None) -> Any:
         body = node[tag]
