@@ -40,6 +40,9 @@ impl PyEncoder<'_> {
     }
 
     /// [`PyEncoder::packed`] for a list of `n` items, the first of them an exact int or float.
+    /// (A list of ints that fails at its first item, such as `[x] * n` with a shared `x`,
+    /// costs little more than that: the room it reserves, a byte an item, the ordinary form
+    /// needs too.)
     #[inline(never)]
     fn packed_numbers(
         &mut self,
@@ -47,22 +50,15 @@ impl PyEncoder<'_> {
         n: usize,
         holds: ffi::Py_ssize_t,
     ) -> bool {
-        // SAFETY: items holds n >= PACKED_MIN live objects.
-        let first = unsafe { *items };
-        // SAFETY: the first item is a live object.
-        let (ty, refs) = unsafe { (ffi::Py_TYPE(first), ffi::Py_REFCNT(first)) };
         // Only the memo can write a number as a REF: with refs off, and in canonical mode
         // (numbers are written by value), no item is ever shared.
         let check = self.tracker.is_some() && !self.options.canonical;
         let limit = if check { holds } else { ffi::Py_ssize_t::MAX };
-        // A shared first item (`[x] * n` is common) ends it before any room is reserved.
-        if ty == self.types.int {
-            // SAFETY: first is an exact int.
-            let inline =
-                unsafe { crate::pylong::small_value(first) }.is_some_and(Writer::is_inline_int);
-            (refs <= limit || inline) && self.packed_ints(items, n, limit)
+        // SAFETY: items holds n >= PACKED_MIN live objects.
+        if unsafe { ffi::Py_TYPE(*items) } == self.types.int {
+            self.packed_ints(items, n, limit)
         } else {
-            refs <= limit && self.packed_floats(items, n, limit)
+            self.packed_floats(items, n, limit)
         }
     }
 
@@ -133,6 +129,12 @@ impl PyEncoder<'_> {
         limit: ffi::Py_ssize_t,
     ) -> bool {
         let float_type = self.types.float;
+        // Room for all the floats is reserved at once, 8 bytes each: a list of one shared
+        // float (`[x] * n`) is turned away first, since its REFs take far less.
+        // SAFETY: items holds n >= PACKED_MIN live objects.
+        if unsafe { ffi::Py_REFCNT(*items) } > limit {
+            return false;
+        }
         let Some(mut run) = self.packed_run(Tag::PackedFloatList, n, 8) else {
             return false;
         };
