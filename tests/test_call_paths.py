@@ -1,9 +1,8 @@
 """The short paths small calls take, checked against the general ones.
 
-``dumps(obj)`` and ``loads(data)`` without keywords skip option parsing; payloads start in a
-reusable per-thread buffer and move to a bytes object once they outgrow it; dict keys come
-from a cache of keys made by earlier decodes. Each must give exactly what the general path
-gives.
+Payloads start in a reusable per-thread buffer and move to a bytes object once they outgrow
+it; dict keys come from a cache of keys made by earlier decodes. Each must give exactly what
+the general path gives, and calls with and without keywords must agree.
 """
 
 from __future__ import annotations
