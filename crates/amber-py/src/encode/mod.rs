@@ -102,10 +102,9 @@ pub fn encode(
 ) -> Result<PyObj, EncodeFail> {
     // A nested encode (a custom encoder calling dumps) finds the slot empty and allocates.
     let Scratch { tracker, memoized } = SCRATCH.with(Cell::take).unwrap_or_default();
-    let sink = BytesSink::new().map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
     let mut encoder = PyEncoder {
         py,
-        writer: Writer::on(sink),
+        writer: Writer::on(BytesSink::new()),
         tracker: options.refs.then_some(tracker),
         memoized,
         pinned: 0,

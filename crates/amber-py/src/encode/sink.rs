@@ -53,19 +53,19 @@ pub struct BytesSink {
 }
 
 impl BytesSink {
-    /// An empty sink, or `MemoryError`.
-    pub fn new() -> Result<Self, PyErr> {
+    /// An empty sink (nothing is allocated yet unless the thread's buffer is in use).
+    pub fn new() -> Self {
         let mut scratch = SCRATCH.with(Cell::take);
         if scratch.capacity() < SCRATCH_CAPACITY {
             scratch = Vec::with_capacity(SCRATCH_CAPACITY);
         }
-        Ok(BytesSink {
+        BytesSink {
             obj: std::ptr::null_mut(),
             data: scratch.as_mut_ptr(),
             len: 0,
             cap: scratch.capacity(),
             scratch,
-        })
+        }
     }
 
     /// The finished `bytes` object, exactly as long as what was written.
@@ -100,14 +100,16 @@ impl BytesSink {
         Ok(unsafe { PyObj::from_owned(obj).unwrap_unchecked() })
     }
 
-    /// Room for `additional` more bytes; false once an allocation has failed.
+    /// Room for `additional` more bytes after the first `used` (at least `len`: a [`Run`]
+    /// has written past `len` bytes it has not committed yet, which must move too); false
+    /// once an allocation has failed.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, additional: usize) -> bool {
+    fn grow(&mut self, used: usize, additional: usize) -> bool {
         if self.data.is_null() {
             return false;
         }
-        let needed = self.len.saturating_add(additional);
+        let needed = used.saturating_add(additional);
         let new_cap = needed.max(self.cap.saturating_mul(2));
         if new_cap > isize::MAX as usize - 64 {
             self.fail();
@@ -123,11 +125,11 @@ impl BytesSink {
                 self.fail();
                 return false;
             }
-            // SAFETY: obj is a new bytes object of new_cap > len bytes, which cannot overlap
-            // the scratch buffer, whose first len bytes are written.
+            // SAFETY: obj is a new bytes object of new_cap > used bytes, which cannot overlap
+            // the scratch buffer, whose first used bytes are written.
             unsafe {
                 let to = ffi::PyBytes_AS_STRING(obj).cast::<u8>().cast_mut();
-                std::ptr::copy_nonoverlapping(self.data, to, self.len);
+                std::ptr::copy_nonoverlapping(self.data, to, used);
                 self.data = to;
             }
             self.obj = obj;
@@ -178,7 +180,7 @@ impl BytesSink {
 
     #[inline]
     fn room(&mut self, additional: usize) -> bool {
-        self.cap - self.len >= additional || self.grow(additional)
+        self.cap - self.len >= additional || self.grow(self.len, additional)
     }
 }
 
@@ -291,7 +293,7 @@ impl Run<'_> {
 fn grow_run(sink: &mut BytesSink, at: *mut u8, additional: usize) -> Option<(*mut u8, *mut u8)> {
     // SAFETY: at points into the sink's data, at or after its committed length.
     let pos = unsafe { at.offset_from(sink.data) } as usize;
-    if !sink.grow(pos - sink.len + additional) {
+    if !sink.grow(pos, additional) {
         return None;
     }
     // SAFETY: the grown object keeps its first pos bytes and has cap bytes of room.
