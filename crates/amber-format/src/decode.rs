@@ -214,7 +214,8 @@ pub fn decode_body<B: Builder>(
         shapes: Vec::new(),
         builder,
         stack_limit: crate::stack::limit(),
-        ref_cache: Vec::new(),
+        ref_index: Vec::new(),
+        ref_index_shift: 64,
     };
     let root = decoder.value().map_err(|e| origin.locate(e))?;
     if decoder.pos != body.len() {
@@ -236,8 +237,15 @@ struct TrackedSlot<O> {
     obj: Option<O>,
 }
 
-/// Entries in the decoder's cache of recent `REF` targets (the top 8 bits of a hash index it).
-const REF_CACHE_SLOTS: usize = 256;
+/// Slots in the index of `REF` targets when it is first made (4 bytes each).
+const REF_INDEX_MIN_SLOTS: usize = 256;
+
+/// The home slot of a target body offset in the `REF` index: the top bits of a multiplicative
+/// hash, `shift` being 64 minus the log2 of the slot count.
+#[inline]
+fn ref_index_home(target: u64, shift: u32) -> usize {
+    (target.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
 
 struct Decoder<'a, B: Builder> {
     data: &'a [u8],
@@ -256,9 +264,13 @@ struct Decoder<'a, B: Builder> {
     builder: &'a mut B,
     /// See [`crate::stack`].
     stack_limit: usize,
-    /// Indexes into `tracked` of recently referenced targets, by a hash of the target; empty
-    /// until the first `REF`, so that payloads without any pay nothing for it.
-    ref_cache: Vec<u32>,
+    /// A hash index from body offset to position in `tracked` (open addressing, linear
+    /// probing, each slot the position plus one, 0 for empty). Empty until the first `REF`, so
+    /// payloads without any pay nothing; from then on every tracked value is added as it is
+    /// met. Its length is a power of two, `1 << (64 - ref_index_shift)`, at least twice the
+    /// number of tracked values, so probes stay short and always reach an empty slot.
+    ref_index: Vec<u32>,
+    ref_index_shift: u32,
 }
 
 fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
@@ -350,18 +362,24 @@ impl<'a, B: Builder> Decoder<'a, B> {
 
     #[inline]
     fn varint(&mut self) -> Result<u64, DecodeError> {
-        // One- and two-byte varints (counts, lengths, most offsets) without the general loop.
+        // Varints of up to three bytes (counts, lengths, offsets below 2 MiB) without the
+        // general loop.
         let start = self.pos;
-        match self.data.get(start..start + 2) {
-            Some(&[b0, _]) if b0 < 0x80 => {
+        if let Some(&[b0, b1, b2]) = self.data.get(start..start + 3) {
+            if b0 < 0x80 {
                 self.pos = start + 1;
                 return Ok(u64::from(b0));
             }
-            Some(&[b0, b1]) if b1 < 0x80 && b1 != 0 => {
-                self.pos = start + 2;
-                return Ok(u64::from(b0 & 0x7F) | (u64::from(b1) << 7));
+            let low = u64::from(b0 & 0x7F);
+            if b1 < 0x80 {
+                if b1 != 0 {
+                    self.pos = start + 2;
+                    return Ok(low | (u64::from(b1) << 7));
+                }
+            } else if b2 < 0x80 && b2 != 0 {
+                self.pos = start + 3;
+                return Ok(low | (u64::from(b1 & 0x7F) << 7) | (u64::from(b2) << 14));
             }
-            _ => {}
         }
         self.varint_slow()
     }
@@ -548,11 +566,12 @@ impl<'a, B: Builder> Decoder<'a, B> {
     fn trackable(&mut self, tag: u8, at: usize) -> Result<B::Obj, DecodeError> {
         let slot = if tag & TRACKED != 0 {
             self.charge(cost::SCALAR, at)?;
-            self.tracked.push(TrackedSlot {
-                offset: at - self.body,
-                obj: None,
-            });
+            let offset = at - self.body;
+            self.tracked.push(TrackedSlot { offset, obj: None });
             let index = self.tracked.len() - 1;
+            if !self.ref_index.is_empty() {
+                self.index_tracked(index);
+            }
             if B::TRACES {
                 self.builder.trace_tracked(index);
             }
@@ -916,27 +935,10 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 "reference to body offset {target} does not point back (it is at {here})"
             )));
         }
-        // Records repeat a few targets (their keys) over and over: a small cache of where
-        // recent targets sit in the table saves the binary search. An entry is only a hint,
-        // checked against the table, so a stale one costs nothing but the search.
-        let cache_slot = (target.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize;
-        if self.ref_cache.is_empty() {
-            self.ref_cache = vec![0; REF_CACHE_SLOTS];
+        if self.ref_index.is_empty() {
+            self.rebuild_ref_index();
         }
-        let hint = self.ref_cache.get(cache_slot).map_or(0, |&i| i as usize);
-        let found = match self.tracked.get(hint) {
-            Some(slot) if slot.offset as u64 == target => Some(hint),
-            _ => {
-                let found = self
-                    .tracked
-                    .binary_search_by_key(&target, |slot| slot.offset as u64)
-                    .ok();
-                if let (Some(i), Some(entry)) = (found, self.ref_cache.get_mut(cache_slot)) {
-                    *entry = i as u32;
-                }
-                found
-            }
-        };
+        let found = self.find_tracked(target);
         match found.and_then(|i| self.tracked.get(i).map(|slot| (i, slot))) {
             Some((index, TrackedSlot { obj: Some(obj), .. })) => {
                 if B::TRACES {
@@ -954,6 +956,85 @@ impl<'a, B: Builder> Decoder<'a, B> {
             None => Err(bad(format!(
                 "reference to body offset {target}, which is not the start of a tracked value"
             ))),
+        }
+    }
+
+    /// The position in `tracked` of the value at body offset `target`, if one is tracked there.
+    #[inline]
+    fn find_tracked(&self, target: u64) -> Option<usize> {
+        let mask = self.ref_index.len() - 1;
+        let mut slot = ref_index_home(target, self.ref_index_shift);
+        loop {
+            match self.ref_index.get(slot) {
+                Some(&entry) if entry != 0 => {
+                    let index = entry as usize - 1;
+                    if self.tracked.get(index).map(|t| t.offset as u64) == Some(target) {
+                        return Some(index);
+                    }
+                }
+                // An empty slot ends the probe. Only positions that fit in a u32 are indexed,
+                // so the table has the last word: it is searched here, which for valid
+                // payloads happens only beyond 4 billion tracked values.
+                _ => {
+                    return self
+                        .tracked
+                        .binary_search_by_key(&target, |t| t.offset as u64)
+                        .ok()
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Adds `tracked[index]` to the REF index, first doubling the index if it would be more
+    /// than half full.
+    #[inline]
+    fn index_tracked(&mut self, index: usize) {
+        if self.tracked.len() * 2 > self.ref_index.len() {
+            self.rebuild_ref_index();
+            return;
+        }
+        let Ok(entry) = u32::try_from(index + 1) else {
+            return;
+        };
+        let Some(offset) = self.tracked.get(index).map(|t| t.offset as u64) else {
+            return;
+        };
+        let mask = self.ref_index.len() - 1;
+        let mut slot = ref_index_home(offset, self.ref_index_shift);
+        while let Some(e) = self.ref_index.get_mut(slot) {
+            if *e == 0 {
+                *e = entry;
+                return;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Makes the REF index at least twice as long as `tracked` and fills it from `tracked`.
+    /// Run at the first `REF` and each time `tracked` doubles after it, so the work stays
+    /// linear in the number of tracked values, and the index within four slots (16 bytes) of
+    /// each one.
+    #[cold]
+    fn rebuild_ref_index(&mut self) {
+        let slots = (self.tracked.len() * 2)
+            .max(REF_INDEX_MIN_SLOTS)
+            .next_power_of_two();
+        self.ref_index_shift = 64 - slots.trailing_zeros();
+        self.ref_index = vec![0; slots];
+        let mask = slots - 1;
+        for (index, tracked) in self.tracked.iter().enumerate() {
+            let Ok(entry) = u32::try_from(index + 1) else {
+                break;
+            };
+            let mut slot = ref_index_home(tracked.offset as u64, self.ref_index_shift);
+            while let Some(e) = self.ref_index.get_mut(slot) {
+                if *e == 0 {
+                    *e = entry;
+                    break;
+                }
+                slot = (slot + 1) & mask;
+            }
         }
     }
 
