@@ -1,12 +1,15 @@
 """The short paths small calls take, checked against the general ones.
 
 Payloads start in a reusable per-thread buffer and move to a bytes object once they outgrow
-it; dict keys come from a cache of keys made by earlier decodes. Each must give exactly what
-the general path gives.
+it; dict keys come from a cache of keys made by earlier decodes; non-ASCII strs are decoded by
+amber rather than CPython, stepping over ASCII eight bytes at a time; REF targets are found
+through a hash index that grows with the payload. Each must give exactly what the general
+path gives.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import amber
@@ -118,3 +121,71 @@ def test_tracked_and_long_keys_still_decode(graph_diff):
     back = amber.loads(amber.dumps(obj))
     assert graph_diff(obj, back) is None
     assert next(iter(back[0])) is next(iter(back[1]))
+
+
+# One character of each width CPython stores, at the edges of each.
+_WIDE_CHARACTERS = ["\x80", "\xe9", "\xff", "\u0100", "\u03b1", "\u20ac", "\uffff"]
+_WIDE_CHARACTERS += ["\U00010000", "\U0001f600", "\U0010ffff"]
+
+
+def _size_in_memory(text: str) -> int:
+    """The size of a fresh copy of text: encoding caches UTF-8 in the str, which counts."""
+    return sys.getsizeof((text + "x")[:-1])
+
+
+@pytest.mark.parametrize("wide", _WIDE_CHARACTERS)
+@pytest.mark.parametrize("before", [0, 1, 7, 8, 9, 16, 17, 300])
+@pytest.mark.parametrize("after", [0, 1, 8, 20])
+def test_non_ascii_strs_decode_in_the_narrowest_kind(wide, before, after):
+    # CPython compares strs of different kinds as unequal without looking at their
+    # characters, so a str in a wider kind than needed would break == and dict lookups.
+    text = "a" * before + wide + "b" * after + wide
+    for got in (amber.loads(amber.dumps(text)), next(iter(amber.loads(amber.dumps({text: 0}))))):
+        assert got == text
+        assert sys.getsizeof(got) == _size_in_memory(text)
+        assert {text: 1}[got] == 1
+
+
+def test_non_ascii_strs_mixing_every_width():
+    text = "".join(_WIDE_CHARACTERS) + "plain" * 5 + "".join(reversed(_WIDE_CHARACTERS))
+    got = amber.loads(amber.dumps([text, text[3:], text[:-2]]))
+    assert got == [text, text[3:], text[:-2]]
+    assert [sys.getsizeof(s) for s in got] == [_size_in_memory(s) for s in got]
+    assert {sys.getsizeof(s) - len(s) * 4 for s in got} == {sys.getsizeof("\U00010000") - 4}
+
+
+# Invalid UTF-8 after ASCII runs of each length around the eight-byte step.
+_BAD_SEQUENCES = [
+    b"\xc3\x28",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xe0\x80\x80",
+    b"\x80",
+]
+
+
+@pytest.mark.parametrize("bad", _BAD_SEQUENCES)
+@pytest.mark.parametrize("before", [0, 1, 7, 8, 9, 16, 17])
+def test_invalid_utf8_after_ascii_is_refused(bad, before):
+    placeholder = "a" * before + "\u20ac" * 2
+    good = amber.dumps(placeholder)
+    at = good.index("\u20ac".encode())
+    # Same byte length as the placeholder's two euro signs, so the str's length prefix holds.
+    data = good[:at] + (bad + b"a" * 6)[:6] + good[at + 6 :]
+    with pytest.raises(amber.DecodeError) as info:
+        amber.loads(data)
+    assert info.value.kind == "invalid_utf8"
+
+
+@pytest.mark.parametrize("distinct", [1, 127, 128, 129, 300, 5000, 40_000])
+def test_refs_to_many_distinct_targets(distinct, graph_diff):
+    # The index of REF targets is made at the first REF and doubles as more values are
+    # tracked: targets tracked before it was made, after it, and across each doubling.
+    pool = [f"s{n}" for n in range(distinct)]
+    obj = [pool[(n * 7919) % distinct] for n in range(2 * distinct + 50)]
+    obj += [[pool[0]], pool[-1]]
+    data = amber.dumps(obj)
+    got = amber.loads(data)
+    assert graph_diff(obj, got) is None
+    assert len({id(s) for s in got[:-2]}) == distinct

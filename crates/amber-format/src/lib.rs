@@ -20,6 +20,7 @@ pub mod object;
 pub mod stack;
 pub mod tag;
 pub mod trace;
+pub mod utf8;
 pub mod varint;
 
 pub use decode::{decode, decode_body, Builder};

@@ -37,12 +37,12 @@ impl Builder for PyBuilder<'_, '_> {
     // Always inlined, as `make_str` is, for the same reason.
     #[inline(always)]
     fn str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
-        self.make_str(utf8, c"strict")
+        self.make_str(utf8)
     }
     #[inline(always)]
     fn key_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
         if !utf8.is_ascii() {
-            return self.make_str(utf8, c"strict");
+            return self.make_wide_str(utf8);
         }
         let slot = key_cache::slot(utf8);
         // SAFETY: the GIL is held for the whole decode.
@@ -51,13 +51,13 @@ impl Builder for PyBuilder<'_, '_> {
             // SAFETY: lookup returned a new reference.
             return Ok(unsafe { PyObj::from_owned(cached).unwrap_unchecked() });
         }
-        let key = self.make_str(utf8, c"strict")?;
+        let key = self.make_str(utf8)?;
         // SAFETY: the GIL is held; key is a new exact str of ASCII characters.
         unsafe { key_cache::remember(slot, key.as_ptr()) };
         Ok(key)
     }
     fn str_surrogates(&mut self, bytes: &[u8]) -> Result<PyObj, BuildError> {
-        self.make_str(bytes, c"surrogatepass")
+        self.make_str_with_surrogates(bytes)
     }
     fn bytes(&mut self, b: &[u8]) -> Result<PyObj, BuildError> {
         self.make_bytes(b)

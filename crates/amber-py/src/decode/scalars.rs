@@ -6,7 +6,7 @@ use pyo3_ffi as ffi;
 
 use super::PyBuilder;
 use crate::object::PyObj;
-use amber_format::BuildError;
+use amber_format::{utf8, BuildError};
 
 impl PyBuilder<'_, '_> {
     #[inline]
@@ -68,17 +68,12 @@ impl PyBuilder<'_, '_> {
         self.own(ptr)
     }
 
-    /// A str from bytes the payload says are UTF-8. ASCII, the common case, is copied into a
-    /// new compact str without a second validation pass; anything else goes to CPython's
-    /// decoder, which validates it.
+    /// A str from bytes the payload says are strict UTF-8. ASCII, the common case, is copied
+    /// into a new compact str without a second validation pass.
     // Always inlined: LLVM stops inlining it once `_trace` decodes through it too, which costs
     // `loads` a call per str.
     #[inline(always)]
-    pub(super) fn make_str(
-        &mut self,
-        utf8: &[u8],
-        errors: &std::ffi::CStr,
-    ) -> Result<PyObj, BuildError> {
+    pub(super) fn make_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
         if utf8.is_ascii() {
             // SAFETY: a new str of utf8.len() code points, all below 128: CPython allocates a
             // compact ASCII object whose data has room for exactly that many bytes (plus the
@@ -96,12 +91,61 @@ impl PyBuilder<'_, '_> {
                 return self.own(ptr);
             }
         }
-        // SAFETY: utf8 is a valid slice; CPython validates the bytes and copies them.
+        self.make_wide_str(utf8)
+    }
+
+    /// A str with a character above U+007F, decoded here rather than by CPython: its UTF-8
+    /// decoder fills a 1-byte buffer until the first wider character, then widens the buffer
+    /// and starts again, and that restart was most of the cost of decoding such strs.
+    #[inline(never)]
+    pub(super) fn make_wide_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
+        let scan = utf8::scan(utf8).ok_or(BuildError::InvalidUtf8)?;
+        let count = scan.count;
+        // CPython requires the narrowest kind that holds every character.
+        let max_char: ffi::Py_UCS4 = match scan.seen {
+            0..=0xFF => 0xFF,
+            0x100..=0xFFFF => 0xFFFF,
+            _ => 0x10_FFFF,
+        };
+        // SAFETY: a new compact str with room for `count` units of its kind, viewed as a
+        // slice of exactly that many units (its data is aligned for them). decode_into writes
+        // `count` units, since scan counted that many points in valid UTF-8; each fits the
+        // kind's unit by the choice of max_char. Nothing else sees the str until it is
+        // returned.
+        unsafe {
+            let ptr = ffi::PyUnicode_New(count as ffi::Py_ssize_t, max_char);
+            if ptr.is_null() {
+                return Err(self.host_failure());
+            }
+            let data = ffi::PyUnicode_DATA(ptr);
+            match max_char {
+                0xFF => {
+                    let units = std::slice::from_raw_parts_mut(data.cast::<u8>(), count);
+                    utf8::decode_into(utf8, units);
+                }
+                0xFFFF => {
+                    let units = std::slice::from_raw_parts_mut(data.cast::<u16>(), count);
+                    utf8::decode_into(utf8, units);
+                }
+                _ => {
+                    let units = std::slice::from_raw_parts_mut(data.cast::<u32>(), count);
+                    utf8::decode_into(utf8, units);
+                }
+            }
+            self.own(ptr)
+        }
+    }
+
+    /// A str whose UTF-8 may also encode surrogates (U+D800..U+DFFF), which CPython's
+    /// `surrogatepass` handler validates and decodes.
+    #[cold]
+    pub(super) fn make_str_with_surrogates(&mut self, bytes: &[u8]) -> Result<PyObj, BuildError> {
+        // SAFETY: bytes is a valid slice; CPython validates the bytes and copies them.
         let ptr = unsafe {
             ffi::PyUnicode_DecodeUTF8(
-                utf8.as_ptr().cast(),
-                utf8.len() as ffi::Py_ssize_t,
-                errors.as_ptr(),
+                bytes.as_ptr().cast(),
+                bytes.len() as ffi::Py_ssize_t,
+                c"surrogatepass".as_ptr(),
             )
         };
         if ptr.is_null() {
