@@ -669,8 +669,7 @@ impl GraphEncoder<'_, '_> {
                     ImmutableStart::Write(t) => token = Some(t),
                     ImmutableStart::Restart => return Err(Pass::Restart),
                 }
-            } else if let Some(offset) = tracker.seen_or_record(id, self.writer.body_pos()) {
-                self.writer.reference(offset);
+            } else if tracker.ref_or_record(id, self.writer) {
                 return Ok(());
             }
         }
