@@ -32,6 +32,13 @@ struct LongLayout {
     ob_digit: [u32; 1],
 }
 
+/// Whether [`small_value`] reads ints on this interpreter: if so, an int it returns `None`
+/// for has three digits or more (at least 2^60 in magnitude).
+#[inline(always)]
+pub fn small_values_readable() -> bool {
+    DIGITS_ARE_30_BITS.load(Ordering::Relaxed)
+}
+
 /// The value of an exact int of at most two digits, or `None` (a bigger int, or an
 /// interpreter whose layout this does not know).
 ///

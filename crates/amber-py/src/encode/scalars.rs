@@ -27,6 +27,22 @@ impl PyEncoder<'_> {
 
     #[inline(never)]
     fn int_slow(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if crate::pylong::small_values_readable() {
+            // At least 2^60 in magnitude, so neither cached by CPython nor a small int: look
+            // in the memo before converting, since a shared one (`[big] * n`) is a REF.
+            if self.write_value_ref_if_seen(obj) {
+                return Ok(());
+            }
+            let mut overflow: c_int = 0;
+            // SAFETY: obj is an exact int; this call cannot fail for one (overflow is
+            // reported).
+            let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
+            if overflow == 0 {
+                self.writer.int(v);
+                return Ok(());
+            }
+            return self.bigint(obj);
+        }
         let mut overflow: c_int = 0;
         // SAFETY: obj is an exact int; this call cannot fail for one (overflow is reported).
         let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
