@@ -340,17 +340,6 @@ impl<S: Sink> Writer<S> {
         self.buf.put_tag_varint(Tag::Ref.code(), target as u64);
     }
 
-    /// A reference to a value an earlier [`Writer::reference`] already marked tracked.
-    #[inline(always)]
-    pub fn reference_again(&mut self, target: usize) {
-        debug_assert!(self
-            .buf
-            .as_slice()
-            .get(HEADER_LEN + target)
-            .is_some_and(|t| t & TRACKED != 0));
-        self.buf.put_tag_varint(Tag::Ref.code(), target as u64);
-    }
-
     /// The `SUPERSEDE` prefix: the next value is dropped in favour of the `REF` after it.
     pub fn supersede(&mut self) {
         self.byte(Tag::Supersede.code());
@@ -530,24 +519,13 @@ impl RefTracker {
         self.inside_cyclic > 0
     }
 
-    /// For a scalar or a mutable container about to be written next: if it was written
-    /// before, writes a `REF` to it and returns true; otherwise records where it is about to
-    /// be written and returns false.
+    /// For a scalar or a mutable container about to be written at `pos`: the offset of its
+    /// earlier occurrence, or `None` after recording this one.
     #[inline]
-    pub fn ref_or_record<S: Sink>(&mut self, id: usize, writer: &mut Writer<S>) -> bool {
-        match self
-            .memo
-            .get_or_insert_referencing(id, Entry::Written(writer.body_pos()))
-        {
-            Some(Entry::Written(offset)) => {
-                writer.reference(offset);
-                true
-            }
-            Some(Entry::Referenced(offset)) => {
-                writer.reference_again(offset);
-                true
-            }
-            Some(Entry::Building { .. }) | None => false,
+    pub fn seen_or_record(&mut self, id: usize, pos: usize) -> Option<usize> {
+        match self.memo.get_or_insert(id, Entry::Written(pos)) {
+            Some(Entry::Written(offset)) => Some(offset),
+            Some(Entry::Building { .. }) | None => None,
         }
     }
 
@@ -559,9 +537,7 @@ impl RefTracker {
         writer: &mut Writer<S>,
     ) -> ImmutableStart {
         let level = match self.memo.get(id) {
-            Some(Entry::Written(offset) | Entry::Referenced(offset)) => {
-                return ImmutableStart::Ref(offset)
-            }
+            Some(Entry::Written(offset)) => return ImmutableStart::Ref(offset),
             Some(Entry::Building { level }) => level + 1,
             None => 0,
         };
@@ -600,7 +576,7 @@ impl RefTracker {
             Some(Entry::Building { level }) if level == token.level => {
                 self.memo.insert(id, Entry::Written(token.start));
             }
-            Some(Entry::Written(real) | Entry::Referenced(real)) => {
+            Some(Entry::Written(real)) => {
                 // A nested write of this same object finished first and is the real one.
                 if token.superseded {
                     writer.reference(real);

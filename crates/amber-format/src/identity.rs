@@ -13,30 +13,25 @@
 pub(crate) enum Entry {
     /// Fully written at this body offset: later meetings become a `REF` to it.
     Written(usize),
-    /// Written at this body offset, and a `REF` to it has already marked its tag tracked, so
-    /// later `REF`s need not touch the tag again (a write to a far, likely uncached, byte).
-    Referenced(usize),
     /// An immutable container being written; `level` counts nested re-entries of it.
     Building { level: u32 },
 }
 
 impl Entry {
-    /// Two low bits say which variant: 00 Written, 10 Referenced, 01 Building.
     fn pack(self) -> u64 {
         match self {
-            Entry::Written(offset) => (offset as u64) << 2,
-            Entry::Referenced(offset) => ((offset as u64) << 2) | 2,
-            Entry::Building { level } => (u64::from(level) << 2) | 1,
+            Entry::Written(offset) => (offset as u64) << 1,
+            Entry::Building { level } => (u64::from(level) << 1) | 1,
         }
     }
 
     fn unpack(bits: u64) -> Entry {
-        match bits & 3 {
-            0 => Entry::Written((bits >> 2) as usize),
-            2 => Entry::Referenced((bits >> 2) as usize),
-            _ => Entry::Building {
-                level: (bits >> 2) as u32,
-            },
+        if bits & 1 == 0 {
+            Entry::Written((bits >> 1) as usize)
+        } else {
+            Entry::Building {
+                level: (bits >> 1) as u32,
+            }
         }
     }
 }
@@ -130,18 +125,13 @@ impl IdentityMap {
         }
     }
 
-    /// The entry for `key` as it was, and a `Written` one becomes `Referenced`; if there is
-    /// none, inserts `make` and returns `None`.
+    /// The entry for `key` if there is one; otherwise inserts `make()` and returns `None`.
     #[inline]
-    pub(crate) fn get_or_insert_referencing(&mut self, key: usize, make: Entry) -> Option<Entry> {
+    pub(crate) fn get_or_insert(&mut self, key: usize, make: Entry) -> Option<Entry> {
         self.reserve_one();
         let (i, found) = self.find(key);
         if found {
-            let entry = Entry::unpack(self.slots[i].value);
-            if let Entry::Written(offset) = entry {
-                self.slots[i].value = Entry::Referenced(offset).pack();
-            }
-            return Some(entry);
+            return Some(Entry::unpack(self.slots[i].value));
         }
         self.slots[i] = Slot {
             key,
@@ -152,6 +142,7 @@ impl IdentityMap {
         None
     }
 
+    /// Sets the entry for `key`.
     #[inline]
     pub(crate) fn insert(&mut self, key: usize, entry: Entry) {
         self.reserve_one();
@@ -200,10 +191,7 @@ mod tests {
     fn entries_survive_growth_and_vanish_on_clear() {
         let mut map = IdentityMap::default();
         for k in 0..10_000usize {
-            assert_eq!(
-                map.get_or_insert_referencing(k * 16, Entry::Written(k)),
-                None
-            );
+            assert_eq!(map.get_or_insert(k * 16, Entry::Written(k)), None);
         }
         assert_eq!(map.len(), 10_000);
         for k in 0..10_000usize {
@@ -217,29 +205,9 @@ mod tests {
         assert_eq!(map.len(), 0);
         assert_eq!(map.capacity(), capacity);
         assert_eq!(map.get(32), None);
-        assert_eq!(map.get_or_insert_referencing(48, Entry::Written(1)), None);
+        assert_eq!(map.get_or_insert(48, Entry::Written(1)), None);
         assert_eq!(map.get(48), Some(Entry::Written(1)));
         assert_eq!(map.get(64), None);
-    }
-
-    #[test]
-    fn a_written_entry_found_becomes_referenced_and_keeps_its_offset() {
-        let mut map = IdentityMap::default();
-        assert_eq!(
-            map.get_or_insert_referencing(16, Entry::Written(1 << 40)),
-            None
-        );
-        let again = map.get_or_insert_referencing(16, Entry::Written(9));
-        assert_eq!(again, Some(Entry::Written(1 << 40)));
-        let third = map.get_or_insert_referencing(16, Entry::Written(9));
-        assert_eq!(third, Some(Entry::Referenced(1 << 40)));
-        map.insert(32, Entry::Building { level: 3 });
-        let building = map.get_or_insert_referencing(32, Entry::Written(9));
-        assert_eq!(building, Some(Entry::Building { level: 3 }));
-        assert_eq!(map.get(32), Some(Entry::Building { level: 3 }));
-        // Rewriting an entry (a cyclic immutable's real write) forgets the mark.
-        map.insert(16, Entry::Written(5));
-        assert_eq!(map.get(16), Some(Entry::Written(5)));
     }
 
     #[test]

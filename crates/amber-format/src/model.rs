@@ -669,7 +669,8 @@ impl GraphEncoder<'_, '_> {
                     ImmutableStart::Write(t) => token = Some(t),
                     ImmutableStart::Restart => return Err(Pass::Restart),
                 }
-            } else if tracker.ref_or_record(id, self.writer) {
+            } else if let Some(offset) = tracker.seen_or_record(id, self.writer.body_pos()) {
+                self.writer.reference(offset);
                 return Ok(());
             }
         }

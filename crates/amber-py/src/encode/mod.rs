@@ -320,11 +320,16 @@ impl PyEncoder<'_> {
         let Some(tracker) = self.tracker.as_mut() else {
             return false;
         };
-        if tracker.ref_or_record(obj as usize, &mut self.writer) {
-            return true;
+        match tracker.seen_or_record(obj as usize, self.writer.body_pos()) {
+            Some(offset) => {
+                self.writer.reference(offset);
+                true
+            }
+            None => {
+                self.memoized.push(obj);
+                false
+            }
         }
-        self.memoized.push(obj);
-        false
     }
 
     #[inline]
