@@ -51,7 +51,8 @@ pub struct AllocBudget {
 /// Estimated bytes each object costs, from CPython 3.11 object sizes on 64-bit builds
 /// (header, GC header where the type has one, items). Estimates err on the high side.
 pub mod cost {
-    /// int, float, complex, and the slot a tracked value takes in the reference table.
+    /// int, float, complex; and a tracked value's place in the reference table (16 bytes)
+    /// and in the index of REF targets (4 to 16 bytes).
     pub const SCALAR: u64 = 32;
     /// A str of `n` UTF-8 bytes: at worst 4 bytes per code unit (UCS-4) plus the header.
     pub const fn str(n: u64) -> u64 {
