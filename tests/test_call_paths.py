@@ -151,7 +151,7 @@ def test_non_ascii_strs_mixing_every_width():
     got = amber.loads(amber.dumps([text, text[3:], text[:-2]]))
     assert got == [text, text[3:], text[:-2]]
     assert [sys.getsizeof(s) for s in got] == [_size_in_memory(s) for s in got]
-    assert {sys.getsizeof(s) - len(s) * 4 for s in got} == {sys.getsizeof("\U00010000") - 4}
+    assert {sys.getsizeof(s) - len(s) * 4 for s in got} == {_size_in_memory("\U00010000") - 4}
 
 
 # Invalid UTF-8 after ASCII runs of each length around the eight-byte step.
