@@ -214,8 +214,7 @@ pub fn decode_body<B: Builder>(
         shapes: Vec::new(),
         builder,
         stack_limit: crate::stack::limit(),
-        ref_index: Vec::new(),
-        ref_index_shift: 64,
+        ref_index: RefIndex::default(),
     };
     let root = decoder.value().map_err(|e| origin.locate(e))?;
     if decoder.pos != body.len() {
@@ -240,11 +239,79 @@ struct TrackedSlot<O> {
 /// Slots in the index of `REF` targets when it is first made (4 bytes each).
 const REF_INDEX_MIN_SLOTS: usize = 256;
 
-/// The home slot of a target body offset in the `REF` index: the top bits of a multiplicative
-/// hash, `shift` being 64 minus the log2 of the slot count.
-#[inline]
-fn ref_index_home(target: u64, shift: u32) -> usize {
-    (target.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+/// A hash index from body offset to position in the decoder's table of tracked values: open
+/// addressing with linear probing, each slot the position plus one (0 for empty). Its length is
+/// 0 or a power of two at least twice the number of positions in it, so probes stay short and
+/// always reach an empty slot. Only positions that fit in a u32 are indexed, so a lookup that
+/// reaches an empty slot asks the table itself, which always has the last word.
+#[derive(Default)]
+struct RefIndex {
+    slots: Vec<u32>,
+    /// 64 minus the log2 of the length: kept rather than derived, as every lookup needs it.
+    shift: u32,
+}
+
+impl RefIndex {
+    /// An index of every value in `tracked`, with room for as many again.
+    #[cold]
+    fn of<O>(tracked: &[TrackedSlot<O>]) -> RefIndex {
+        let len = (tracked.len() * 2)
+            .max(REF_INDEX_MIN_SLOTS)
+            .next_power_of_two();
+        let mut index = RefIndex {
+            slots: vec![0; len],
+            shift: 64 - len.trailing_zeros(),
+        };
+        for (position, slot) in tracked.iter().enumerate() {
+            index.insert(slot.offset as u64, position);
+        }
+        index
+    }
+
+    /// Where the probe for `offset` starts: the top bits of a multiplicative hash.
+    #[inline]
+    fn home(&self, offset: u64) -> usize {
+        (offset.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// Records that the value at body offset `offset` is `tracked[position]`. The index must
+    /// be non-empty and less than half full.
+    #[inline]
+    fn insert(&mut self, offset: u64, position: usize) {
+        let Ok(entry) = u32::try_from(position + 1) else {
+            return;
+        };
+        let mask = self.slots.len() - 1;
+        let mut slot = self.home(offset);
+        while let Some(e) = self.slots.get_mut(slot) {
+            if *e == 0 {
+                *e = entry;
+                return;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// The position in `tracked` of the value at body offset `target`, if one is tracked
+    /// there. The index must be non-empty.
+    #[inline]
+    fn find<O>(&self, target: u64, tracked: &[TrackedSlot<O>]) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut slot = self.home(target);
+        while let Some(&entry) = self.slots.get(slot) {
+            if entry == 0 {
+                break;
+            }
+            let position = entry as usize - 1;
+            if tracked.get(position).map(|t| t.offset as u64) == Some(target) {
+                return Some(position);
+            }
+            slot = (slot + 1) & mask;
+        }
+        tracked
+            .binary_search_by_key(&target, |t| t.offset as u64)
+            .ok()
+    }
 }
 
 struct Decoder<'a, B: Builder> {
@@ -264,13 +331,10 @@ struct Decoder<'a, B: Builder> {
     builder: &'a mut B,
     /// See [`crate::stack`].
     stack_limit: usize,
-    /// A hash index from body offset to position in `tracked` (open addressing, linear
-    /// probing, each slot the position plus one, 0 for empty). Empty until the first `REF`, so
-    /// payloads without any pay nothing; from then on every tracked value is added as it is
-    /// met. Its length is a power of two, `1 << (64 - ref_index_shift)`, at least twice the
-    /// number of tracked values, so probes stay short and always reach an empty slot.
-    ref_index: Vec<u32>,
-    ref_index_shift: u32,
+    /// Where each tracked value sits in `tracked`, by body offset. Empty until the first
+    /// `REF`, so payloads without any pay nothing; from then on every tracked value is added
+    /// as it is met, and the index is made again, twice as long, each time `tracked` doubles.
+    ref_index: RefIndex,
 }
 
 fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
@@ -569,8 +633,12 @@ impl<'a, B: Builder> Decoder<'a, B> {
             let offset = at - self.body;
             self.tracked.push(TrackedSlot { offset, obj: None });
             let index = self.tracked.len() - 1;
-            if !self.ref_index.is_empty() {
-                self.index_tracked(index);
+            if !self.ref_index.slots.is_empty() {
+                if self.tracked.len() * 2 > self.ref_index.slots.len() {
+                    self.ref_index = RefIndex::of(&self.tracked);
+                } else {
+                    self.ref_index.insert(offset as u64, index);
+                }
             }
             if B::TRACES {
                 self.builder.trace_tracked(index);
@@ -935,10 +1003,10 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 "reference to body offset {target} does not point back (it is at {here})"
             )));
         }
-        if self.ref_index.is_empty() {
-            self.rebuild_ref_index();
+        if self.ref_index.slots.is_empty() {
+            self.ref_index = RefIndex::of(&self.tracked);
         }
-        let found = self.find_tracked(target);
+        let found = self.ref_index.find(target, &self.tracked);
         match found.and_then(|i| self.tracked.get(i).map(|slot| (i, slot))) {
             Some((index, TrackedSlot { obj: Some(obj), .. })) => {
                 if B::TRACES {
@@ -956,85 +1024,6 @@ impl<'a, B: Builder> Decoder<'a, B> {
             None => Err(bad(format!(
                 "reference to body offset {target}, which is not the start of a tracked value"
             ))),
-        }
-    }
-
-    /// The position in `tracked` of the value at body offset `target`, if one is tracked there.
-    #[inline]
-    fn find_tracked(&self, target: u64) -> Option<usize> {
-        let mask = self.ref_index.len() - 1;
-        let mut slot = ref_index_home(target, self.ref_index_shift);
-        loop {
-            match self.ref_index.get(slot) {
-                Some(&entry) if entry != 0 => {
-                    let index = entry as usize - 1;
-                    if self.tracked.get(index).map(|t| t.offset as u64) == Some(target) {
-                        return Some(index);
-                    }
-                }
-                // An empty slot ends the probe. Only positions that fit in a u32 are indexed,
-                // so the table has the last word: it is searched here, which for valid
-                // payloads happens only beyond 4 billion tracked values.
-                _ => {
-                    return self
-                        .tracked
-                        .binary_search_by_key(&target, |t| t.offset as u64)
-                        .ok()
-                }
-            }
-            slot = (slot + 1) & mask;
-        }
-    }
-
-    /// Adds `tracked[index]` to the REF index, first doubling the index if it would be more
-    /// than half full.
-    #[inline]
-    fn index_tracked(&mut self, index: usize) {
-        if self.tracked.len() * 2 > self.ref_index.len() {
-            self.rebuild_ref_index();
-            return;
-        }
-        let Ok(entry) = u32::try_from(index + 1) else {
-            return;
-        };
-        let Some(offset) = self.tracked.get(index).map(|t| t.offset as u64) else {
-            return;
-        };
-        let mask = self.ref_index.len() - 1;
-        let mut slot = ref_index_home(offset, self.ref_index_shift);
-        while let Some(e) = self.ref_index.get_mut(slot) {
-            if *e == 0 {
-                *e = entry;
-                return;
-            }
-            slot = (slot + 1) & mask;
-        }
-    }
-
-    /// Makes the REF index at least twice as long as `tracked` and fills it from `tracked`.
-    /// Run at the first `REF` and each time `tracked` doubles after it, so the work stays
-    /// linear in the number of tracked values, and the index within four slots (16 bytes) of
-    /// each one.
-    #[cold]
-    fn rebuild_ref_index(&mut self) {
-        let slots = (self.tracked.len() * 2)
-            .max(REF_INDEX_MIN_SLOTS)
-            .next_power_of_two();
-        self.ref_index_shift = 64 - slots.trailing_zeros();
-        self.ref_index = vec![0; slots];
-        let mask = slots - 1;
-        for (index, tracked) in self.tracked.iter().enumerate() {
-            let Ok(entry) = u32::try_from(index + 1) else {
-                break;
-            };
-            let mut slot = ref_index_home(tracked.offset as u64, self.ref_index_shift);
-            while let Some(e) = self.ref_index.get_mut(slot) {
-                if *e == 0 {
-                    *e = entry;
-                    break;
-                }
-                slot = (slot + 1) & mask;
-            }
         }
     }
 
@@ -1285,5 +1274,48 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 ),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RefIndex, TrackedSlot, REF_INDEX_MIN_SLOTS};
+
+    fn table(offsets: impl Iterator<Item = usize>) -> Vec<TrackedSlot<()>> {
+        offsets
+            .map(|offset| TrackedSlot { offset, obj: None })
+            .collect()
+    }
+
+    /// Every position is in the index exactly once, whether the index was made from the table
+    /// or filled one value at a time, and lookups find them without the table's search.
+    #[test]
+    fn ref_index_holds_every_tracked_position_once() {
+        let tracked = table((0..5_000).map(|n| n * 3 + 1));
+        let whole = RefIndex::of(&tracked);
+        let mut grown = RefIndex::of(&tracked[..10]);
+        for (position, slot) in tracked.iter().enumerate().skip(10) {
+            if (position + 1) * 2 > grown.slots.len() {
+                grown = RefIndex::of(&tracked[..=position]);
+            } else {
+                grown.insert(slot.offset as u64, position);
+            }
+        }
+        for index in [&whole, &grown] {
+            assert!(index.slots.len() >= 2 * tracked.len());
+            let mut entries: Vec<u32> = index.slots.iter().copied().filter(|&e| e != 0).collect();
+            entries.sort_unstable();
+            let expected: Vec<u32> = (1..=tracked.len() as u32).collect();
+            assert_eq!(entries, expected);
+            for (position, slot) in tracked.iter().enumerate() {
+                assert_eq!(index.find(slot.offset as u64, &tracked), Some(position));
+            }
+            assert_eq!(index.find(3, &tracked), None);
+        }
+    }
+
+    #[test]
+    fn ref_index_starts_at_its_minimum_size() {
+        assert_eq!(RefIndex::of(&table(0..3)).slots.len(), REF_INDEX_MIN_SLOTS);
     }
 }

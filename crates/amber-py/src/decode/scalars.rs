@@ -107,11 +107,10 @@ impl PyBuilder<'_, '_> {
             0x100..=0xFFFF => 0xFFFF,
             _ => 0x10_FFFF,
         };
-        // SAFETY: a new compact str with room for `count` units of its kind, viewed as a
-        // slice of exactly that many units (its data is aligned for them). decode_into writes
-        // `count` units, since scan counted that many points in valid UTF-8; each fits the
-        // kind's unit by the choice of max_char. Nothing else sees the str until it is
-        // returned.
+        // SAFETY: PyUnicode_New makes a compact str whose data, right after its header, is
+        // aligned for and has room for `count` units of the kind max_char picks; that kind
+        // holds every code point (scan's OR says none is wider). The str is filled before
+        // anything else sees it.
         unsafe {
             let ptr = ffi::PyUnicode_New(count as ffi::Py_ssize_t, max_char);
             if ptr.is_null() {
@@ -119,18 +118,9 @@ impl PyBuilder<'_, '_> {
             }
             let data = ffi::PyUnicode_DATA(ptr);
             match max_char {
-                0xFF => {
-                    let units = std::slice::from_raw_parts_mut(data.cast::<u8>(), count);
-                    utf8::decode_into(utf8, units);
-                }
-                0xFFFF => {
-                    let units = std::slice::from_raw_parts_mut(data.cast::<u16>(), count);
-                    utf8::decode_into(utf8, units);
-                }
-                _ => {
-                    let units = std::slice::from_raw_parts_mut(data.cast::<u32>(), count);
-                    utf8::decode_into(utf8, units);
-                }
+                0xFF => fill_units::<u8>(data, count, utf8),
+                0xFFFF => fill_units::<u16>(data, count, utf8),
+                _ => fill_units::<u32>(data, count, utf8),
             }
             self.own(ptr)
         }
@@ -176,4 +166,18 @@ impl PyBuilder<'_, '_> {
         };
         self.own(ptr)
     }
+}
+
+/// Writes the `count` code points of `utf8`, valid UTF-8 that [`utf8::scan`] counted, as
+/// units of type `T` at `data`.
+///
+/// # Safety
+/// `data` must be aligned for `T` and writable for `count` units, which nothing else reads
+/// or writes meanwhile; `T` must hold every code point of `utf8`.
+#[inline(always)]
+unsafe fn fill_units<T: utf8::Unit>(data: *mut std::ffi::c_void, count: usize, utf8: &[u8]) {
+    // SAFETY: the caller's promise: `count` writable, aligned, unshared units.
+    let units = unsafe { std::slice::from_raw_parts_mut(data.cast::<T>(), count) };
+    // Writes all `count` units, since scan counted that many points in valid UTF-8.
+    utf8::decode_into(utf8, units);
 }

@@ -27,36 +27,26 @@ impl PyEncoder<'_> {
 
     #[inline(never)]
     fn int_slow(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        if crate::pylong::small_values_readable() {
-            // At least 2^60 in magnitude, so neither cached by CPython nor a small int: look
-            // in the memo before converting, since a shared one (`[big] * n`) is a REF.
-            if self.write_value_ref_if_seen(obj) {
-                return Ok(());
-            }
-            let mut overflow: c_int = 0;
-            // SAFETY: obj is an exact int; this call cannot fail for one (overflow is
-            // reported).
-            let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
-            if overflow == 0 {
-                self.writer.int(v);
-                return Ok(());
-            }
-            return self.bigint(obj);
+        // When small_value reads this interpreter's ints, one it left is at least 2^60 in
+        // magnitude: neither cached by CPython nor a small int, so the memo comes before the
+        // conversion, and a shared one (`[big] * n`) costs no conversion at all.
+        let big = crate::pylong::small_values_readable();
+        if big && self.write_value_ref_if_seen(obj) {
+            return Ok(());
         }
         let mut overflow: c_int = 0;
         // SAFETY: obj is an exact int; this call cannot fail for one (overflow is reported).
         let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
         if overflow == 0 {
             // CPython shares -5..=256 itself; tracking them would only add lookups.
-            let interpreter_cached = (-5..=256).contains(&v);
-            if !interpreter_cached && !Writer::is_small_int(v) && self.write_value_ref_if_seen(obj)
-            {
+            let memoized = !(-5..=256).contains(&v) && !Writer::is_small_int(v);
+            if !big && memoized && self.write_value_ref_if_seen(obj) {
                 return Ok(());
             }
             self.writer.int(v);
             return Ok(());
         }
-        if self.write_value_ref_if_seen(obj) {
+        if !big && self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
         self.bigint(obj)
