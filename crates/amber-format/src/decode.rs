@@ -15,6 +15,18 @@ use crate::varint::{read_varint, unzigzag, VarintError};
 
 pub use crate::stack::{STACK_RED_ZONE, STACK_SEGMENT};
 
+/// Where a pair goes in the dict being decoded, for [`Builder::dict_insert`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairPlace {
+    /// The pair's number, from 0.
+    pub index: usize,
+    /// How many pairs the dict has.
+    pub len: usize,
+    /// Whether the dict is TRACKED, so that a REF inside its own values may reach it (and
+    /// hand it to host code) before it is complete.
+    pub referable: bool,
+}
+
 /// Makes host objects for the decoder. `Obj` clones are new references to the same object.
 ///
 /// Containers are created empty with their final length and then filled in order; a list,
@@ -86,12 +98,14 @@ pub trait Builder {
     /// Checks a dict key or set element as soon as it is decoded, before anything else is
     /// read: fails for an unhashable key or one that trips hash-flooding limits.
     fn check_key(&mut self, container: &Self::Obj, key: &Self::Obj) -> Result<(), BuildError>;
-    /// Adds a pair whose key passed [`Builder::check_key`]; fails for a duplicate key.
+    /// Adds a pair, at `place` (pairs come in order), whose key passed
+    /// [`Builder::check_key`]. Fails for a duplicate key.
     fn dict_insert(
         &mut self,
         dict: &Self::Obj,
         key: Self::Obj,
         value: Self::Obj,
+        place: PairPlace,
     ) -> Result<(), BuildError>;
     /// A set (or frozenset when `frozen`) that will receive `len` elements.
     fn set(&mut self, len: usize, frozen: bool) -> Result<Self::Obj, BuildError>;
@@ -949,15 +963,20 @@ impl<'a, B: Builder> Decoder<'a, B> {
             .dict(n)
             .map_err(|e| host_error(e, at, "dict"))?;
         self.record_early(slot, &dict);
-        for _ in 0..n {
+        for index in 0..n {
             let key_at = self.pos;
             let key = self.key()?;
             self.builder
                 .check_key(&dict, &key)
                 .map_err(|e| host_error(e, key_at, "dict key"))?;
             let value = self.value()?;
+            let place = PairPlace {
+                index,
+                len: n,
+                referable: slot.is_some(),
+            };
             self.builder
-                .dict_insert(&dict, key, value)
+                .dict_insert(&dict, key, value, place)
                 .map_err(|e| host_error(e, key_at, "dict key"))?;
         }
         self.leave();

@@ -3,7 +3,7 @@
 //!
 //! Nodes live in an arena; a [`NodeId`] used in two places is one shared object.
 
-use crate::decode::{decode, decode_body, Builder, STACK_RED_ZONE, STACK_SEGMENT};
+use crate::decode::{decode, decode_body, Builder, PairPlace, STACK_RED_ZONE, STACK_SEGMENT};
 use crate::encode::{ImmutableStart, RefTracker, Writer};
 use crate::envelope::Opened;
 use crate::error::{BuildError, DecodeError};
@@ -484,7 +484,13 @@ impl Builder for GraphBuilder {
             Err(BuildError::Unhashable)
         }
     }
-    fn dict_insert(&mut self, dict: &NodeId, key: NodeId, value: NodeId) -> Result<(), BuildError> {
+    fn dict_insert(
+        &mut self,
+        dict: &NodeId,
+        key: NodeId,
+        value: NodeId,
+        _place: PairPlace,
+    ) -> Result<(), BuildError> {
         if !self.insert_key(*dict, key) {
             return Err(BuildError::Duplicate);
         }

@@ -6,7 +6,7 @@
 //! value from the decoder's tracing hooks. Since the decoder makes every check, a trace of
 //! bad input ends where the decoder stops, with the same error.
 
-use crate::decode::{decode_body, Builder};
+use crate::decode::{decode_body, Builder, PairPlace};
 use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError};
 use crate::ext::ExtCode;
@@ -340,8 +340,14 @@ impl<B: Builder> Builder for Tracer<B> {
     fn check_key(&mut self, container: &B::Obj, key: &B::Obj) -> Result<(), BuildError> {
         self.inner.check_key(container, key)
     }
-    fn dict_insert(&mut self, dict: &B::Obj, key: B::Obj, value: B::Obj) -> Result<(), BuildError> {
-        self.inner.dict_insert(dict, key, value)
+    fn dict_insert(
+        &mut self,
+        dict: &B::Obj,
+        key: B::Obj,
+        value: B::Obj,
+        place: PairPlace,
+    ) -> Result<(), BuildError> {
+        self.inner.dict_insert(dict, key, value, place)
     }
     fn set(&mut self, len: usize, frozen: bool) -> Result<B::Obj, BuildError> {
         self.annotate(Info::Container { len });

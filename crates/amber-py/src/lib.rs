@@ -945,6 +945,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .getattr("bits_per_digit")?
         .extract()?;
     pylong::set_digit_bits(digit_bits);
+    decode::dict_template::check_layout();
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;

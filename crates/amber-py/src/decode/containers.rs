@@ -1,9 +1,9 @@
 //! list, tuple, dict, set, frozenset, and the Builder trait wiring.
 
-use amber_format::{BuildError, Builder, ExtCode, ShapeDef};
+use amber_format::{BuildError, Builder, ExtCode, PairPlace, ShapeDef};
 use pyo3_ffi as ffi;
 
-use super::{key_cache, PyBuilder};
+use super::{dict_template, key_cache, PyBuilder};
 
 extern "C" {
     // CPython's constructor of a dict sized for `minused` items (pyo3-ffi keeps its binding
@@ -97,8 +97,9 @@ impl Builder for PyBuilder<'_, '_> {
     #[inline]
     fn dict(&mut self, len: usize) -> Result<PyObj, BuildError> {
         // A new dict holds 5 items before its first resize; a larger one is made at its final
-        // size, saving the resizes (each a new table and a rehash) as it fills.
-        let ptr = if len <= 5 {
+        // size, saving the resizes (each a new table and a rehash) as it fills, unless a
+        // template of that length may replace its table.
+        let ptr = if len <= 5 || self.templates.has_length(len) {
             // SAFETY: plain constructor.
             unsafe { ffi::PyDict_New() }
         } else {
@@ -116,7 +117,29 @@ impl Builder for PyBuilder<'_, '_> {
 
     // Always inlined, as `make_str` is, for the same reason.
     #[inline(always)]
-    fn dict_insert(&mut self, dict: &PyObj, key: PyObj, value: PyObj) -> Result<(), BuildError> {
+    fn dict_insert(
+        &mut self,
+        dict: &PyObj,
+        key: PyObj,
+        value: PyObj,
+        place: PairPlace,
+    ) -> Result<(), BuildError> {
+        let PairPlace {
+            index,
+            len,
+            referable,
+        } = place;
+        // A dict a REF may reach while it is built could be handed to host code (a class's
+        // __setstate__) that changes it under the template's feet: built the plain way.
+        let by_template = dict_template::applies(len) && !referable;
+        let value = if !by_template {
+            value
+        } else {
+            match self.insert_by_template(dict, &key, value, index, len) {
+                Ok(()) => return Ok(()),
+                Err(value) => value?,
+            }
+        };
         let dict_ptr = dict.as_ptr().cast::<ffi::PyDictObject>();
         // SAFETY: dict is an exact dict we created; ma_used is its item count (read directly:
         // this runs for every item).
@@ -129,6 +152,10 @@ impl Builder for PyBuilder<'_, '_> {
         // SAFETY: as above.
         if unsafe { (*dict_ptr).ma_used } == before {
             return Err(BuildError::Duplicate);
+        }
+        // SAFETY: dict is an exact dict we created, of len pairs, that nothing else can reach.
+        if index + 1 == len && by_template && !unsafe { self.templates.learn(dict.as_ptr(), len) } {
+            return Err(self.host_failure());
         }
         Ok(())
     }
@@ -201,5 +228,54 @@ impl Builder for PyBuilder<'_, '_> {
     }
     fn object_build(&mut self, shape: usize, values: Vec<PyObj>) -> Result<PyObj, BuildError> {
         self.class_build(shape, values)
+    }
+}
+
+impl PyBuilder<'_, '_> {
+    /// Puts pair `index` of a dict of `len` pairs in through a template: the first pair
+    /// of a shape that has one makes the dict a copy of it, and later pairs store their value
+    /// when their key is the template's. Gives the value back for a plain insert otherwise,
+    /// after turning a copy whose key differs back into a plain dict.
+    #[inline(always)]
+    fn insert_by_template(
+        &mut self,
+        dict: &PyObj,
+        key: &PyObj,
+        value: PyObj,
+        index: usize,
+        len: usize,
+    ) -> Result<(), Result<PyObj, BuildError>> {
+        let dict_ptr = dict.as_ptr();
+        if index == 0 {
+            let Some(template) = self.templates.find(key.as_ptr(), len) else {
+                return Err(Ok(value));
+            };
+            // SAFETY: dict is an empty exact dict that nothing outside the decoder can reach
+            // (not referable), template an exact dict; merging into an empty dict copies the
+            // template's keys table.
+            if unsafe { ffi::PyDict_Merge(dict_ptr, template.as_ptr(), 1) } < 0 {
+                return Err(Err(self.host_failure()));
+            }
+        // SAFETY: dict is an exact dict we created.
+        } else if !unsafe { dict_template::is_from_template(dict_ptr, index) } {
+            return Err(Ok(value));
+        }
+        // SAFETY: dict is now a copy of a template (of len entries, index < len) that nothing
+        // outside the decoder can reach.
+        match unsafe { dict_template::store(dict_ptr, index, key.as_ptr(), value) } {
+            Ok(()) => Ok(()),
+            Err(value) => {
+                // SAFETY: as above; index > 0 here, since a template's first key is the one
+                // that found it.
+                let first_key = unsafe { dict_template::first_key(dict_ptr) };
+                self.templates.missed(first_key, len);
+                // SAFETY: as above.
+                if unsafe { dict_template::unfill(dict_ptr, index) } {
+                    Err(Ok(value))
+                } else {
+                    Err(Err(self.host_failure()))
+                }
+            }
+        }
     }
 }

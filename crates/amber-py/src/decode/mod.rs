@@ -3,6 +3,7 @@
 
 mod classes;
 mod containers;
+pub mod dict_template;
 mod hash_guard;
 mod key_cache;
 mod known;
@@ -33,6 +34,8 @@ pub struct PyBuilder<'py, 'o> {
     refused: Option<(String, String)>,
     /// The caller's out-of-band buffers.
     oob: oob::Buffers<'o>,
+    /// Dicts of repeated shapes seen so far.
+    templates: dict_template::Templates,
 }
 
 impl<'py, 'o> PyBuilder<'py, 'o> {
@@ -50,6 +53,7 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
             shapes: Vec::new(),
             refused: None,
             oob: oob::Buffers::new(buffers),
+            templates: dict_template::Templates::default(),
         }
     }
 
