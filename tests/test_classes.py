@@ -187,6 +187,44 @@ def test_dataclass_slots_has_no_dict():
     assert not hasattr(out, "__dict__")
 
 
+class _Guarded:
+    """Keeps ``x`` in its ``__dict__`` under the name of a property whose setter refuses, as
+    a class caching a computed value might: a decoder must store it as pickle does, into the
+    instance dict, never through the setter."""
+
+    def __init__(self, x: Any, y: Any) -> None:
+        self.__dict__["x"] = x
+        self.y = y
+
+    @property
+    def x(self) -> Any:
+        return ("via property", self.__dict__["x"])
+
+    @x.setter
+    def x(self, value: Any) -> None:
+        raise AttributeError("x is read-only")
+
+
+def test_fields_named_like_data_descriptors_go_to_the_instance_dict():
+    first = _Guarded(1, [2])
+    out = amber.loads(amber.dumps([first, first, _Guarded(3, 4)]), types=[_Guarded])
+    assert out[0] is out[1]
+    assert vars(out[0]) == {"x": 1, "y": [2]}
+    assert out[0].x == ("via property", 1)
+    assert vars(out[2]) == {"x": 3, "y": 4}
+
+
+def test_plain_fields_are_the_instances_own_attributes():
+    # Stored through object.__setattr__ (no dict object is made for them): the instance
+    # reads, lists and deletes them like attributes its __init__ set.
+    out = roundtrip([rc.Plain("p", [1]), Employee(7, "Ann", 30)], types=[rc.Plain, Employee])
+    assert vars(out[0]) == {"name": "p", "tags": [1], "score": 0.0}
+    out[0].score = 2.5
+    assert out[0] == rc.Plain("p", [1], 2.5)
+    del out[1].name
+    assert vars(out[1]) == {"id": 7, "age": 30}
+
+
 def test_class_instances_as_dict_keys_and_set_elements():
     value = {rc.Frozen("k", (1,)): 1, rc.Color.RED: 2, rc.Point(1, 2): 3, rc.Priority.HIGH: 4}
     out = roundtrip(

@@ -148,6 +148,20 @@ def _has_instance_dict(cls: type) -> bool:
     return bool(cls.__dictoffset__)
 
 
+_MISSING = object()
+
+
+def _data_descriptor(cls: type, name: str) -> bool:
+    """Whether ``cls.name`` resolves to a data descriptor, which ``object.__setattr__``
+    would call instead of storing into the instance's ``__dict__``."""
+    for base in cls.__mro__:
+        attr = vars(base).get(name, _MISSING)
+        if attr is not _MISSING:
+            kind = type(attr)
+            return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+    return False
+
+
 def _overrides(cls: type, name: str) -> bool:
     for base in cls.__mro__:
         if base is object:
@@ -354,7 +368,10 @@ def decode_plan(
             elif field in slots or (frozen_like and not has_dict):
                 actions.append(TO_SETATTR)
             elif has_dict:
-                actions.append(TO_DICT)
+                # object.__setattr__ stores into the instance's own storage (CPython keeps it
+                # inline, without a dict object) exactly as a __dict__ store would, unless
+                # the class has a data descriptor of that name.
+                actions.append(TO_DICT if _data_descriptor(cls, field) else TO_SETATTR)
             elif unknown_error:
                 raise Refusal("unknown_field", f"{name} has no field {field!r}")
             else:
