@@ -830,6 +830,51 @@ def test_class_code_that_empties_its_containers_is_refused_not_a_crash():
     assert "changed size" in str(info.value)
 
 
+class _DictMeddler:
+    """Changes the dict it sits in, while that dict is being encoded, one of several ways."""
+
+    def __init__(self, victim: dict, how: str) -> None:
+        self.victim = victim
+        self.how = how
+
+    def __getstate__(self) -> dict:
+        victim, how = self.victim, self.how
+        self.victim = None
+        if how == "clear":
+            victim.clear()
+        elif how == "grow":  # a resize: the dict gets a new table
+            victim.update((f"new{i}", i) for i in range(100))
+        elif how == "delete_passed":
+            del victim["a"]
+        elif how == "delete_ahead":
+            del victim["z"]
+        elif how == "int_key":  # str keys only no more: a table of another kind
+            del victim["z"]
+            victim[7] = "seven"
+        elif how == "same_size":  # one key out, another in: the count still matches
+            del victim["z"]
+            victim["y"] = "why"
+        return {"how": how}
+
+
+@pytest.mark.parametrize(
+    "how", ["clear", "grow", "delete_passed", "delete_ahead", "int_key", "same_size"]
+)
+def test_class_code_that_changes_the_dict_being_encoded(how):
+    victim: dict = {"a": 1}
+    victim["m"] = _DictMeddler(victim, how)
+    victim["z"] = [1, 2]
+    try:
+        data = amber.dumps(victim)
+    except amber.EncodeError as e:
+        assert "changed size" in str(e)
+        return
+    # What was written must decode: the items the walk met, each once.
+    out = amber.loads(data, types=[_DictMeddler])
+    assert out["a"] == 1 and out["m"].how == how
+    assert len(out) == len(set(out))
+
+
 def test_class_code_that_drops_the_last_reference_to_its_parent():
     holder = {"data": None}
     child = _Meddler([])

@@ -3,6 +3,7 @@
 //! bytes in the `amber-format` crate.
 
 mod decode;
+mod dict_layout;
 mod encode;
 mod envelope;
 mod helpers;
@@ -945,7 +946,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .getattr("bits_per_digit")?
         .extract()?;
     pylong::set_digit_bits(digit_bits);
-    decode::dict_template::check_layout();
+    dict_layout::check();
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;

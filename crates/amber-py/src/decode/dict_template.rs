@@ -11,81 +11,29 @@
 //! object itself. A key that differs turns the dict back into a plain one holding the pairs so
 //! far, and the rest go in with `PyDict_SetItem`.
 //!
-//! Storing into an entry follows CPython's private keys-table layout, the same from 3.11 to
-//! 3.14 on builds with the GIL. Module init checks it on the running interpreter
-//! ([`check_layout`]); where it does not hold, no template is made and every dict is built
-//! with `PyDict_SetItem`.
-
-use std::sync::atomic::{AtomicBool, Ordering};
+//! Storing into an entry follows CPython's private table layout ([`dict_layout`]); where
+//! module init could not confirm it, no template is made and every dict is built with
+//! `PyDict_SetItem`.
 
 use pyo3_ffi as ffi;
 
+use crate::dict_layout;
 use crate::object::PyObj;
 
-static LAYOUT_KNOWN: AtomicBool = AtomicBool::new(false);
-
-/// Whether dicts of `len` pairs are built through templates: on this interpreter (module
-/// init's [`check_layout`] passed), and for records, 2 to [`MAX_LEN`] pairs. The bound keeps
-/// the templates of one decode small (16 of at most 63 pairs) whatever the input holds.
+/// Whether dicts of `len` pairs are built through templates: where the dict layout is known
+/// (module init checked it), and for records, 2 to [`MAX_LEN`] pairs. The bound keeps the
+/// templates of one decode small (16 of at most 63 pairs) whatever the input holds.
 #[inline(always)]
 pub fn applies(len: usize) -> bool {
-    (2..=MAX_LEN).contains(&len) && LAYOUT_KNOWN.load(Ordering::Relaxed)
+    (2..=MAX_LEN).contains(&len) && dict_layout::known()
 }
 
 /// The most pairs a dict built through a template has.
 pub const MAX_LEN: usize = 63;
 
-/// The fixed header of CPython's `PyDictKeysObject` (3.11 to 3.14, GIL builds); the index
-/// table (`1 << dk_log2_index_bytes` bytes) follows it, then the entries.
-#[repr(C)]
-#[cfg_attr(
-    not(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED))),
-    allow(dead_code, reason = "the fields only module init reads")
-)]
-struct KeysHeader {
-    dk_refcnt: ffi::Py_ssize_t,
-    dk_log2_size: u8,
-    dk_log2_index_bytes: u8,
-    dk_kind: u8,
-    _dk_version: u32,
-    dk_usable: ffi::Py_ssize_t,
-    dk_nentries: ffi::Py_ssize_t,
-}
-
-/// An entry of a keys table whose keys are all exact strs.
-#[repr(C)]
-struct StrEntry {
-    key: *mut ffi::PyObject,
-    value: *mut ffi::PyObject,
-}
-
-/// `dk_kind` of a combined table whose keys are all exact strs (`DICT_KEYS_UNICODE`).
-const KIND_STR_KEYS: u8 = 1;
-
 /// Templates of one slot that may turn out wrong (a later key differs) before the slot stops
 /// making them: bounds the work a payload of alternating shapes can cause.
 const MAX_MISSES: u8 = 4;
-
-/// The entries of `dict`'s keys table when its keys are all exact strs, else `None`.
-///
-/// # Safety
-/// `dict` must be a live exact dict and the GIL held, on an interpreter whose layout
-/// [`check_layout`] confirmed (or inside that check).
-#[inline(always)]
-unsafe fn str_entries(dict: *mut ffi::PyObject) -> Option<*mut StrEntry> {
-    // SAFETY: per the contract, dict is an exact dict whose keys table has the layout of
-    // KeysHeader (checked at init); the entries start after the header and index table.
-    unsafe {
-        let keys = (*dict.cast::<ffi::PyDictObject>())
-            .ma_keys
-            .cast::<KeysHeader>();
-        if (*keys).dk_kind != KIND_STR_KEYS {
-            return None;
-        }
-        let offset = size_of::<KeysHeader>() + (1usize << (*keys).dk_log2_index_bytes);
-        Some(keys.cast::<u8>().add(offset).cast::<StrEntry>())
-    }
-}
 
 /// Whether `dict` was made from a template: its items are all in place while the decoder is
 /// still at pair `index`. A plain dict holds exactly `index` items then.
@@ -103,7 +51,7 @@ pub unsafe fn is_from_template(dict: *mut ffi::PyObject, index: usize) -> bool {
 ///
 /// # Safety
 /// `dict` must be a live dict made from a template (see [`is_from_template`]) that nothing
-/// outside the decoder can reach, with more than `index` entries; the GIL held.
+/// outside the decoder can reach; the GIL held.
 #[inline(always)]
 pub unsafe fn store(
     dict: *mut ffi::PyObject,
@@ -111,22 +59,13 @@ pub unsafe fn store(
     key: *mut ffi::PyObject,
     value: PyObj,
 ) -> Result<(), PyObj> {
-    // SAFETY: a dict made from a template has str keys and at least index + 1 entries, in
-    // template order; nothing else holds it, so replacing a value in place is invisible.
+    // SAFETY: str_entry checks the table holds entry `index`; nothing else can reach the
+    // dict, so replacing a value in place is invisible.
     unsafe {
-        let Some(entries) = str_entries(dict) else {
-            return Err(value);
+        let entry = match dict_layout::str_entry(dict, index) {
+            Some(entry) if (*entry).key == key && !(*entry).value.is_null() => entry,
+            _ => return Err(value),
         };
-        let keys = (*dict.cast::<ffi::PyDictObject>())
-            .ma_keys
-            .cast::<KeysHeader>();
-        if index as ffi::Py_ssize_t >= (*keys).dk_nentries {
-            return Err(value);
-        }
-        let entry = entries.add(index);
-        if (*entry).key != key || (*entry).value.is_null() {
-            return Err(value);
-        }
         let new = value.into_ptr();
         let old = std::mem::replace(&mut (*entry).value, new);
         ffi::Py_DECREF(old);
@@ -162,17 +101,9 @@ unsafe fn keep_tracking(dict: *mut ffi::PyObject, value: *mut ffi::PyObject) {
 /// true for its length.
 #[inline(always)]
 pub unsafe fn first_key(dict: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    // SAFETY: per the contract; a str-keys table of a dict with no deleted item has its first
-    // key in entry 0, and any other table is read through PyDict_Next.
-    unsafe {
-        if let Some(entries) = str_entries(dict) {
-            return (*entries).key;
-        }
-        let mut pos: ffi::Py_ssize_t = 0;
-        let (mut key, mut value) = (std::ptr::null_mut(), std::ptr::null_mut());
-        ffi::PyDict_Next(dict, &mut pos, &mut key, &mut value);
-        key
-    }
+    let mut pos = 0;
+    // SAFETY: per the contract.
+    unsafe { dict_layout::next_item(dict, &mut pos) }.map_or(std::ptr::null_mut(), |(k, _)| k)
 }
 
 /// Turns a dict made from a template, whose pairs before `index` are filled, back into a
@@ -186,32 +117,16 @@ pub unsafe fn unfill(dict: *mut ffi::PyObject, index: usize) -> bool {
     // SAFETY: per the contract the first `index` entries are the decoded pairs; they are
     // held while the dict is cleared and put back.
     unsafe {
-        let Some(entries) = str_entries(dict) else {
-            ffi::PyErr_SetString(
-                ffi::PyExc_SystemError,
-                c"amber: a dict made from a template lost its str keys".as_ptr(),
-            );
-            return false;
-        };
-        let keys = (*dict.cast::<ffi::PyDictObject>())
-            .ma_keys
-            .cast::<KeysHeader>();
-        if index as ffi::Py_ssize_t > (*keys).dk_nentries {
-            ffi::PyErr_SetString(
-                ffi::PyExc_SystemError,
-                c"amber: a dict made from a template lost entries".as_ptr(),
-            );
-            return false;
-        }
         let mut kept = Vec::with_capacity(index);
         for i in 0..index {
-            let entry = entries.add(i);
-            if (*entry).key.is_null() || (*entry).value.is_null() {
-                continue;
+            match dict_layout::str_entry(dict, i) {
+                Some(entry) if !(*entry).key.is_null() && !(*entry).value.is_null() => {
+                    ffi::Py_INCREF((*entry).key);
+                    ffi::Py_INCREF((*entry).value);
+                    kept.push(((*entry).key, (*entry).value));
+                }
+                _ => {}
             }
-            ffi::Py_INCREF((*entry).key);
-            ffi::Py_INCREF((*entry).value);
-            kept.push(((*entry).key, (*entry).value));
         }
         ffi::PyDict_Clear(dict);
         let mut ok = true;
@@ -340,8 +255,8 @@ impl Templates {
 }
 
 /// A template with `dict`'s `len` pairs, or `None` when a copy of it would not be a str-keys
-/// table copied whole: a key that is not an exact str, or a table sized so that
-/// `PyDict_Merge` inserts key by key. `Err` with a Python error set on failure.
+/// table copied whole (see [`dict_layout::copies_whole`]). `Err` with a Python error set on
+/// failure.
 ///
 /// The template is built by inserting into a new dict rather than copied: a dict made
 /// presized starts with a table for keys of any type, which the template must not inherit.
@@ -350,114 +265,16 @@ impl Templates {
 /// `dict` must be a live dict and the GIL held, and [`applies`] true for `len`.
 #[cold]
 unsafe fn template_of(dict: *mut ffi::PyObject, len: usize) -> Result<Option<PyObj>, ()> {
-    // SAFETY: per the contract; PyDict_Next lends each pair in order, and SetItem takes its
-    // own references.
+    // SAFETY: per the contract; the pairs are lent in order, and SetItem takes its own
+    // references.
     unsafe {
         let template = PyObj::from_owned(ffi::PyDict_New()).ok_or(())?;
-        let mut pos: ffi::Py_ssize_t = 0;
-        let (mut key, mut value) = (std::ptr::null_mut(), std::ptr::null_mut());
-        while ffi::PyDict_Next(dict, &mut pos, &mut key, &mut value) != 0 {
+        let mut pos = 0;
+        while let Some((key, value)) = dict_layout::next_item(dict, &mut pos) {
             if ffi::PyDict_SetItem(template.as_ptr(), key, value) < 0 {
                 return Err(());
             }
         }
-        let keys = (*template.as_ptr().cast::<ffi::PyDictObject>())
-            .ma_keys
-            .cast::<KeysHeader>();
-        let used = (*template.as_ptr().cast::<ffi::PyDictObject>()).ma_used;
-        if used as usize != len {
-            return Ok(None);
-        }
-        // CPython's condition for copying the table whole: the minimum size, or not more
-        // than twice the size the items need.
-        let size: ffi::Py_ssize_t = 1 << (*keys).dk_log2_size;
-        let copied_whole = (*keys).dk_log2_size == 3 || (size / 2) * 2 / 3 < used;
-        Ok(((*keys).dk_kind == KIND_STR_KEYS && copied_whole).then_some(template))
-    }
-}
-
-/// Checks on the running interpreter that dicts have the layout this module reads, and turns
-/// templates on if so: builds a 2-key dict, copies it with `PyDict_Merge`, reads both tables'
-/// entries, stores through one and reads the value back with `PyDict_GetItem`.
-pub fn check_layout() {
-    #[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
-    {
-        // SAFETY: called with the GIL held (module init); every object is made and released
-        // here, and entries are read only after the header says the table is the expected
-        // one (8 one-byte indices and 2 str-key entries).
-        let known = unsafe { layout_matches() };
-        LAYOUT_KNOWN.store(known, Ordering::Relaxed);
-    }
-}
-
-#[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
-unsafe fn layout_matches() -> bool {
-    // SAFETY: see check_layout.
-    unsafe {
-        let made = [
-            ffi::PyUnicode_FromString(c"amber_template_a".as_ptr()),
-            ffi::PyUnicode_FromString(c"amber_template_b".as_ptr()),
-            ffi::PyFloat_FromDouble(1.5),
-            ffi::PyFloat_FromDouble(2.5),
-            ffi::PyFloat_FromDouble(3.5),
-            ffi::PyDict_New(),
-            ffi::PyDict_New(),
-        ];
-        let mut ok = made.iter().all(|p| !p.is_null());
-        if ok {
-            let [a, b, x, y, z, template, copy] = made;
-            ok = ffi::PyDict_SetItem(template, a, x) == 0
-                && ffi::PyDict_SetItem(template, b, y) == 0
-                && table_holds(template, [(a, x), (b, y)])
-                && ffi::PyDict_Merge(copy, template, 1) == 0
-                && (*copy.cast::<ffi::PyDictObject>()).ma_keys
-                    != (*template.cast::<ffi::PyDictObject>()).ma_keys
-                && table_holds(copy, [(a, x), (b, y)]);
-            if ok {
-                ffi::Py_INCREF(z);
-                ok = store(copy, 1, b, PyObj::from_owned(z).unwrap_unchecked()).is_ok()
-                    && ffi::PyDict_GetItem(copy, b) == z
-                    && ffi::PyDict_GetItem(copy, a) == x
-                    && ffi::PyDict_GetItem(template, b) == y;
-            }
-        }
-        ffi::PyErr_Clear();
-        for p in made.into_iter().rev() {
-            if !p.is_null() {
-                ffi::Py_DECREF(p);
-            }
-        }
-        ok
-    }
-}
-
-/// Whether `dict`'s keys table is a fresh minimum-size str-keys table holding `pairs` in order.
-#[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
-unsafe fn table_holds(
-    dict: *mut ffi::PyObject,
-    pairs: [(*mut ffi::PyObject, *mut ffi::PyObject); 2],
-) -> bool {
-    // SAFETY: dict is live; entries are read only once the header matches a table of 8
-    // one-byte indices (log2 size 3) with 2 entries.
-    unsafe {
-        let keys = (*dict.cast::<ffi::PyDictObject>())
-            .ma_keys
-            .cast::<KeysHeader>();
-        if (*keys).dk_refcnt != 1
-            || (*keys).dk_log2_size != 3
-            || (*keys).dk_log2_index_bytes != 3
-            || (*keys).dk_nentries != 2
-            || (*keys).dk_usable != 3
-            || (*dict.cast::<ffi::PyDictObject>()).ma_used != 2
-        {
-            return false;
-        }
-        let Some(entries) = str_entries(dict) else {
-            return false;
-        };
-        pairs
-            .iter()
-            .enumerate()
-            .all(|(i, &(k, v))| (*entries.add(i)).key == k && (*entries.add(i)).value == v)
+        Ok(dict_layout::copies_whole(template.as_ptr(), len).then_some(template))
     }
 }

@@ -3,7 +3,7 @@
 
 mod classes;
 mod containers;
-pub mod dict_template;
+mod dict_template;
 mod hash_guard;
 mod key_cache;
 mod known;

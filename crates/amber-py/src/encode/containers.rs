@@ -5,6 +5,7 @@ use pyo3_ffi as ffi;
 
 use super::error::key_label;
 use super::{hold, shared, EncodeFail, FailKind, PyEncoder, Segment};
+use crate::dict_layout;
 use crate::object::PyObj;
 
 impl PyEncoder<'_> {
@@ -81,13 +82,11 @@ impl PyEncoder<'_> {
         // SAFETY: obj is an exact dict.
         let n = unsafe { ffi::PyDict_Size(obj) };
         self.writer.dict_header(n as usize);
-        let mut pos: ffi::Py_ssize_t = 0;
-        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
         let mut index = 0;
-        // SAFETY: PyDict_Next checks its position against the dict's current entries, so
-        // it stays in bounds even if class code changes the dict meanwhile.
-        while unsafe { ffi::PyDict_Next(obj, &mut pos, &mut key, &mut value) } != 0 {
+        // SAFETY: obj is an exact dict, held until the loop ends. Items checks the table
+        // and the position against the dict's current entries at every step (as PyDict_Next
+        // does), so it stays in bounds even if class code changes the dict meanwhile.
+        for (key, value) in unsafe { dict_layout::Items::new(obj) } {
             // Key and value are borrowed (see `list` for why). The key must outlive its value's
             // encode, whose error path names it: a str or int key runs no code, so it is held
             // after it is written (leaving the memo's view of it alone); any other key is held
