@@ -10,14 +10,25 @@ handles that a copy must too: GC tracking, duplicate keys, errors half way.
 from __future__ import annotations
 
 import gc
+import sys
+import sysconfig
 import tracemalloc
 
 import amber
 import pytest
+from amber import _amber
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 H = bytes.fromhex("ab 41 01")
+
+
+def test_the_dict_layout_is_confirmed_where_amber_knows_it():
+    # Elsewhere templates are off and every test here passes through PyDict_SetItem alone:
+    # this keeps a layout check that starts failing from going unnoticed.
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    expected = (3, 11) <= sys.version_info[:2] <= (3, 14) and not free_threaded
+    assert _amber._dict_layout_known() is expected
 
 
 def _check(obj, graph_diff):

@@ -20,6 +20,7 @@ __all__ = [
     "Encoder",
     "SignatureError",
     "SigningKey",
+    "_dict_layout_known",
     "_trace",
     "dumps",
     "envelope_info",
@@ -121,6 +122,7 @@ def _trace(
     max_events: int | None = None,
     key: _Key = None,
 ) -> tuple[list[_TraceEvent], int, DecodeError | None, bytes | None]: ...
+def _dict_layout_known() -> bool: ...
 def verify(data: Buffer, *, key: _Key, max_age: _MaxAge = None) -> _EnvelopeInfo: ...
 def envelope_info(data: Buffer) -> _EnvelopeInfo: ...
 

@@ -98,72 +98,18 @@ pub unsafe fn str_entry(dict: *mut ffi::PyObject, index: usize) -> Option<*mut S
     }
 }
 
-/// `PyDict_Next` read from the table: the next item at or after `*pos`, with `*pos` moved
-/// past it, both borrowed. `*pos` means what it means to `PyDict_Next` (entries visited), so
-/// the two can be mixed; a split table (an instance's `__dict__`), or an interpreter whose
-/// layout is not [`known`], goes to `PyDict_Next`. The table is read afresh on every call,
-/// so code run between calls may change the dict.
-///
-/// # Safety
-/// `dict` must be a live exact dict and the GIL held.
-#[inline(always)]
-pub unsafe fn next_item(
-    dict: *mut ffi::PyObject,
-    pos: &mut ffi::Py_ssize_t,
-) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
-    // SAFETY: per the contract; the table is read only where the layout is known.
-    unsafe {
-        if known() {
-            read_next_item(dict, pos)
-        } else {
-            next_item_slow(dict, pos)
-        }
-    }
-}
-
-/// [`next_item`] from the table, whether or not the layout is known yet.
-///
-/// # Safety
-/// As for [`next_item`], with the layout confirmed (or inside [`check`]).
-#[inline(always)]
-unsafe fn read_next_item(
-    dict: *mut ffi::PyObject,
-    pos: &mut ffi::Py_ssize_t,
-) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
-    // SAFETY: per the contract; entries are read only below the table's entry count.
-    unsafe {
-        let keys = match combined_table(dict) {
-            Some(keys) if (*keys).dk_kind <= KIND_STR_KEYS && *pos >= 0 => keys,
-            _ => return next_item_slow(dict, pos),
-        };
-        let n = (*keys).dk_nentries;
-        let start = entries(keys);
-        let mut i = *pos;
-        while i < n {
-            let (key, value) = if (*keys).dk_kind == KIND_STR_KEYS {
-                let entry = start.cast::<StrEntry>().add(i as usize);
-                ((*entry).key, (*entry).value)
-            } else {
-                let entry = start.cast::<GeneralEntry>().add(i as usize);
-                ((*entry).key, (*entry).value)
-            };
-            i += 1;
-            if !value.is_null() {
-                *pos = i;
-                return Some((key, value));
-            }
-        }
-        // As PyDict_Next, which leaves the position alone at the end.
-        None
-    }
-}
-
-/// The items of an exact dict, as [`next_item`] gives them, with the table's place kept
-/// between steps: each step only checks that the dict still has the same combined table (code
-/// run between steps may have changed it) before reading the next entry.
+/// The items of an exact dict, borrowed, in the order `PyDict_Next` gives them: read from the
+/// table, with its place kept between steps. Each step checks that the dict still has the same
+/// combined table and rereads the entry count (code run between steps may have changed the
+/// dict), as `PyDict_Next` checks its position. A split table (an instance's `__dict__`), or
+/// an interpreter whose layout is not [`known`], goes through `PyDict_Next`; the position
+/// means the same to both, so the walk can switch between them.
 pub struct Items {
     dict: *mut ffi::PyObject,
+    /// Entries visited, as `PyDict_Next` counts them.
     pos: ffi::Py_ssize_t,
+    /// Whether the table may be read: the layout is known (or is being checked).
+    read_table: bool,
     /// The table `entries` belongs to; null when the next step must look afresh.
     table: *mut KeysHeader,
     entries: *mut u8,
@@ -181,6 +127,7 @@ impl Items {
         Items {
             dict,
             pos: 0,
+            read_table: known(),
             table: std::ptr::null_mut(),
             entries: std::ptr::null_mut(),
             str_keys: false,
@@ -201,7 +148,7 @@ impl Iterator for Items {
             let keys = (*d).ma_keys.cast::<KeysHeader>();
             if keys != self.table || !(*d).ma_values.is_null() {
                 match combined_table(self.dict) {
-                    Some(keys) if known() && (*keys).dk_kind <= KIND_STR_KEYS => {
+                    Some(keys) if self.read_table && (*keys).dk_kind <= KIND_STR_KEYS => {
                         self.table = keys;
                         self.entries = entries(keys);
                         self.str_keys = (*keys).dk_kind == KIND_STR_KEYS;
@@ -267,7 +214,7 @@ pub unsafe fn copies_whole(dict: *mut ffi::PyObject, len: usize) -> bool {
 /// Checks on the running interpreter that dicts have the layout this module reads, and
 /// records the answer for [`known`]: reads the tables of a str-keyed dict, of its copy by
 /// `PyDict_Merge`, of a dict with an int key and of one with a deleted item, compares
-/// [`next_item`] with `PyDict_Next` on each, and writes a value through [`str_entry`] that
+/// [`Items`] with `PyDict_Next` on each, and writes a value through [`str_entry`] that
 /// `PyDict_GetItem` must then find.
 pub fn check() {
     #[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
@@ -372,16 +319,19 @@ unsafe fn small_table_holds(
     }
 }
 
-/// Whether [`next_item`] gives what `PyDict_Next` gives for `dict`, positions included.
+/// Whether [`Items`], reading the table, gives what `PyDict_Next` gives for `dict`, with the
+/// same position after each item.
 #[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
 unsafe fn walks_like_dict_next(dict: *mut ffi::PyObject) -> bool {
     // SAFETY: dict is live; both walks only read it.
     unsafe {
-        let (mut ours, mut theirs) = (0, 0);
+        let mut ours = Items::new(dict);
+        ours.read_table = true;
+        let mut theirs = 0;
         loop {
-            let got = read_next_item(dict, &mut ours);
+            let got = ours.next();
             let want = next_item_slow(dict, &mut theirs);
-            if got != want || ours != theirs {
+            if got != want || (got.is_some() && ours.pos != theirs) {
                 return false;
             }
             if got.is_none() {

@@ -481,6 +481,17 @@ fn trace_event<'py>(
     Ok(row.into_pyobject(py)?.into_any())
 }
 
+/// _dict_layout_known() -> bool
+///
+/// Whether module init confirmed CPython's private dict layout on this interpreter, so that
+/// dicts are walked from their tables and repeated shapes decode from templates. For the
+/// tests: where it is false, both fall back to the C-API and nothing else shows it.
+#[pyfunction]
+#[pyo3(name = "_dict_layout_known")]
+fn dict_layout_known() -> bool {
+    dict_layout::known()
+}
+
 /// _trace(data, *, max_depth=1000, max_alloc=None, max_events=None, key=None)
 ///     -> (events, values, error, body)
 ///
@@ -950,6 +961,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dumps, m)?)?;
     m.add_function(wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
+    m.add_function(wrap_pyfunction!(dict_layout_known, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(envelope_info, m)?)?;
     m.add_class::<Encoder>()?;

@@ -136,8 +136,9 @@ impl Builder for PyBuilder<'_, '_> {
             value
         } else {
             match self.insert_by_template(dict, &key, value, index, len) {
-                Ok(()) => return Ok(()),
-                Err(value) => value?,
+                ByTemplate::Stored => return Ok(()),
+                ByTemplate::Plain(value) => value,
+                ByTemplate::Failed(err) => return Err(err),
             }
         };
         let dict_ptr = dict.as_ptr().cast::<ffi::PyDictObject>();
@@ -231,6 +232,15 @@ impl Builder for PyBuilder<'_, '_> {
     }
 }
 
+/// What [`PyBuilder::insert_by_template`] did with a pair.
+enum ByTemplate {
+    /// The value is in the dict.
+    Stored,
+    /// The pair goes in the plain way: here is its value back.
+    Plain(PyObj),
+    Failed(BuildError),
+}
+
 impl PyBuilder<'_, '_> {
     /// Puts pair `index` of a dict of `len` pairs in through a template: the first pair
     /// of a shape that has one makes the dict a copy of it, and later pairs store their value
@@ -244,26 +254,26 @@ impl PyBuilder<'_, '_> {
         value: PyObj,
         index: usize,
         len: usize,
-    ) -> Result<(), Result<PyObj, BuildError>> {
+    ) -> ByTemplate {
         let dict_ptr = dict.as_ptr();
         if index == 0 {
             let Some(template) = self.templates.find(key.as_ptr(), len) else {
-                return Err(Ok(value));
+                return ByTemplate::Plain(value);
             };
             // SAFETY: dict is an empty exact dict that nothing outside the decoder can reach
             // (not referable), template an exact dict; merging into an empty dict copies the
             // template's keys table.
             if unsafe { ffi::PyDict_Merge(dict_ptr, template.as_ptr(), 1) } < 0 {
-                return Err(Err(self.host_failure()));
+                return ByTemplate::Failed(self.host_failure());
             }
         // SAFETY: dict is an exact dict we created.
         } else if !unsafe { dict_template::is_from_template(dict_ptr, index) } {
-            return Err(Ok(value));
+            return ByTemplate::Plain(value);
         }
         // SAFETY: dict is now a copy of a template (of len entries, index < len) that nothing
         // outside the decoder can reach.
         match unsafe { dict_template::store(dict_ptr, index, key.as_ptr(), value) } {
-            Ok(()) => Ok(()),
+            Ok(()) => ByTemplate::Stored,
             Err(value) => {
                 // SAFETY: as above; index > 0 here, since a template's first key is the one
                 // that found it.
@@ -271,9 +281,9 @@ impl PyBuilder<'_, '_> {
                 self.templates.missed(first_key, len);
                 // SAFETY: as above.
                 if unsafe { dict_template::unfill(dict_ptr, index) } {
-                    Err(Ok(value))
+                    ByTemplate::Plain(value)
                 } else {
-                    Err(Err(self.host_failure()))
+                    ByTemplate::Failed(self.host_failure())
                 }
             }
         }

@@ -101,9 +101,10 @@ unsafe fn keep_tracking(dict: *mut ffi::PyObject, value: *mut ffi::PyObject) {
 /// true for its length.
 #[inline(always)]
 pub unsafe fn first_key(dict: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    let mut pos = 0;
     // SAFETY: per the contract.
-    unsafe { dict_layout::next_item(dict, &mut pos) }.map_or(std::ptr::null_mut(), |(k, _)| k)
+    unsafe { dict_layout::Items::new(dict) }
+        .next()
+        .map_or(std::ptr::null_mut(), |(key, _)| key)
 }
 
 /// Turns a dict made from a template, whose pairs before `index` are filled, back into a
@@ -159,8 +160,6 @@ pub struct Templates {
     /// The last shapes completed once, as (first key address, length), round robin.
     candidates: [(usize, usize); CANDIDATES],
     next_candidate: usize,
-    /// Bit `n` set: some template has `n` keys.
-    lengths: u64,
 }
 
 /// Shapes with templates per decode.
@@ -182,7 +181,9 @@ impl Templates {
     /// presized, since a template would replace its table.
     #[inline(always)]
     pub fn has_length(&self, len: usize) -> bool {
-        len <= MAX_LEN && self.lengths & (1 << len) != 0
+        self.shapes
+            .iter()
+            .any(|shape| shape.len == len && shape.template.is_some())
     }
 
     /// Learns from a plain dict of `len` pairs just completed: the second one of a shape
@@ -219,9 +220,6 @@ impl Templates {
             Err(()) => return false,
             Ok(template) => template,
         };
-        if template.is_some() {
-            self.lengths |= 1 << len;
-        }
         let misses = if template.is_some() { 0 } else { MAX_MISSES };
         match known {
             Some(index) => {
@@ -269,8 +267,7 @@ unsafe fn template_of(dict: *mut ffi::PyObject, len: usize) -> Result<Option<PyO
     // references.
     unsafe {
         let template = PyObj::from_owned(ffi::PyDict_New()).ok_or(())?;
-        let mut pos = 0;
-        while let Some((key, value)) = dict_layout::next_item(dict, &mut pos) {
+        for (key, value) in dict_layout::Items::new(dict) {
             if ffi::PyDict_SetItem(template.as_ptr(), key, value) < 0 {
                 return Err(());
             }
