@@ -9,11 +9,13 @@ path gives.
 
 from __future__ import annotations
 
+import platform
 import sys
 import threading
 
 import amber
 import pytest
+from _common import run_python_json
 from _ref import ref_dumps
 
 # The reusable first buffer is 4096 bytes: outputs on both sides of it, and far past it.
@@ -71,6 +73,43 @@ def test_nested_encode_inside_a_custom_encoder_gets_its_own_buffer(graph_diff):
     assert back[2].inner == [1, 2, 3]
     # The thread's buffer is intact afterwards.
     assert amber.dumps("z" * 10) == ref_dumps("z" * 10)
+
+
+_LARGE_OUTPUTS = """
+import json, resource, amber
+from _ref import ref_dumps
+
+def payload(count):
+    return [f"item {i} \N{GREEK SMALL LETTER ALPHA}" for i in range(count)]
+
+# First, in a fresh process: the same large payload again and again.
+obj = payload(100_000)
+for _ in range(3):
+    amber.dumps(obj)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):
+    amber.dumps(obj)
+faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10
+size = len(amber.dumps(obj))
+same = True
+# Each larger size grows the buffer to a new peak (so the output is copied out of it), a
+# smaller one stays under the peak (so it is shrunk in place): both give the reference bytes.
+for count in (200_000, 10_000, 400_000, 100_000, 300_000):
+    obj = payload(count)
+    same &= amber.dumps(obj) == ref_dumps(obj) == amber.dumps(obj)
+print(json.dumps({"same": same, "size": size, "faults": faults}))
+"""
+
+
+def test_large_outputs_are_exact_and_reuse_memory():
+    # An output that outgrows its buffer is shrunk before it is returned. Unless the first
+    # output of each new peak size is copied out instead, glibc maps that peak afresh on
+    # every call and each written page faults (about 340 for the 1.4 MB output here).
+    result = run_python_json(_LARGE_OUTPUTS)
+    assert result["same"]
+    assert result["size"] > 1_000_000
+    if sys.platform == "linux" and platform.libc_ver()[0] == "glibc":
+        assert result["faults"] < 40, result
 
 
 def test_threads_each_encode_correctly(graph_diff):
