@@ -39,6 +39,23 @@ def test_outputs_that_grow_past_the_first_buffer_step_by_step(graph_diff):
     assert graph_diff(obj, amber.loads(data)) is None
 
 
+@pytest.mark.parametrize("prefix", [0, 4070])
+def test_short_strs_of_every_length_are_copied_whole(prefix):
+    # Short strs are copied with a few overlapping loads and stores whose width depends on
+    # the length; every length up to and past the short form, ASCII and not, must come out
+    # exactly, also where the copy moves the payload out of the first buffer.
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ" * 2
+    # Each str starts elsewhere in the alphabet, so that no byte a copy misses can happen to
+    # hold the right value from the payload before (the first buffer is reused).
+    strs = [letters[n : 2 * n] for n in range(41)] + ["\u00e9" * n for n in range(21)]
+    strs += ["\u03b1" + letters[n : 2 * n - 2] for n in range(2, 41)]
+    for s in strs:
+        obj = ["p" * prefix, s]
+        data = amber.dumps(obj)
+        assert data == ref_dumps(obj), s
+        assert amber.loads(data) == obj
+
+
 @pytest.mark.parametrize("prefix", [0, 1000, 3000, 4000, 4090])
 @pytest.mark.parametrize("make", [lambda i: 10**12 + i, lambda i: i / 7 + 0.1])
 def test_packed_runs_that_cross_out_of_the_first_buffer(prefix, make, graph_diff):

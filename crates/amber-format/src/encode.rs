@@ -51,6 +51,14 @@ pub trait Sink {
         self.push(tag);
         self.put_varint(value);
     }
+    /// Appends a tag byte and then `bytes` (a short str). Sinks override this with one
+    /// check for room and a copy made of a few loads and stores, for the reason given at
+    /// [`Sink::put_varint`].
+    #[inline]
+    fn put_tag_bytes(&mut self, tag: u8, bytes: &[u8]) {
+        self.push(tag);
+        self.extend_from_slice(bytes);
+    }
     /// Appends a tag byte and then `N` fixed bytes (floats). Sinks override this with
     /// fixed-size stores, for the reason given at [`Sink::put_varint`].
     #[inline]
@@ -251,8 +259,13 @@ impl<S: Sink> Writer<S> {
     /// A str given as strict UTF-8.
     #[inline(always)]
     pub fn str(&mut self, utf8: &[u8]) {
-        self.counted(Tag::ShortStr, tag::SHORT_STR_MAX, Tag::Str, utf8.len());
-        self.buf.extend_from_slice(utf8);
+        if utf8.len() <= tag::SHORT_STR_MAX {
+            self.buf
+                .put_tag_bytes(Tag::ShortStr.code() + utf8.len() as u8, utf8);
+        } else {
+            self.buf.put_tag_varint(Tag::Str.code(), utf8.len() as u64);
+            self.buf.extend_from_slice(utf8);
+        }
     }
 
     /// A str holding surrogates, as UTF-8 that also encodes surrogate code points.

@@ -54,9 +54,38 @@ impl PyEncoder<'_> {
     pub(super) fn tuple(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact tuple.
         let n = unsafe { ffi::PyTuple_GET_SIZE(obj) };
-        let Some(token) = self.begin_value(obj, n > 0)? else {
+        // Most tuples are held by one container only and never go near the memo: the same
+        // decision begin_value makes, taken here so those skip its token handling.
+        let memo = match self.tracker.as_ref() {
+            Some(tracker) => {
+                n > 0
+                    && !self.options.canonical
+                    && (tracker.track_everything() || shared(obj, self.held))
+            }
+            None => false,
+        };
+        if memo {
+            return self.tracked_tuple(obj, n);
+        }
+        self.enter()?;
+        self.tuple_items(obj, n)?;
+        self.leave();
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn tracked_tuple(&mut self, obj: *mut ffi::PyObject, n: isize) -> Result<(), EncodeFail> {
+        let Some(token) = self.begin_value(obj, true)? else {
             return Ok(());
         };
+        self.tuple_items(obj, n)?;
+        self.end_immutable(obj, token);
+        Ok(())
+    }
+
+    /// The header and items of tuple `obj`, whose length is `n`.
+    #[inline(always)]
+    fn tuple_items(&mut self, obj: *mut ffi::PyObject, n: isize) -> Result<(), EncodeFail> {
         let _held = hold(obj);
         self.writer.tuple_header(n as usize);
         for i in 0..n {
@@ -65,7 +94,6 @@ impl PyEncoder<'_> {
             self.nested_value(item)
                 .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
         }
-        self.end_immutable(obj, token);
         Ok(())
     }
 

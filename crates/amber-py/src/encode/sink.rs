@@ -315,6 +315,47 @@ fn grow_run(sink: &mut BytesSink, at: *mut u8, additional: usize) -> Option<(*mu
     Some(unsafe { (sink.data.add(pos), sink.data.add(sink.cap)) })
 }
 
+/// Copies `from` (a short str's bytes, usually) to `to` with at most two loads and two stores
+/// of one width, which may overlap, instead of a call to `memcpy`.
+///
+/// # Safety
+/// `to` must be valid for `from.len()` bytes of writes and not overlap `from`.
+#[inline(always)]
+unsafe fn copy_short(from: &[u8], to: *mut u8) {
+    let n = from.len();
+    let src = from.as_ptr();
+    // SAFETY (each arm): both loads read inside `from` (first and last `width` bytes, with
+    // width <= n), both stores write inside the first n bytes at `to`; unaligned access is
+    // allowed by read_unaligned and write_unaligned.
+    unsafe {
+        if n >= 16 {
+            if n > 32 {
+                std::ptr::copy_nonoverlapping(src, to, n);
+                return;
+            }
+            let head = std::ptr::read_unaligned(src.cast::<u128>());
+            let tail = std::ptr::read_unaligned(src.add(n - 16).cast::<u128>());
+            std::ptr::write_unaligned(to.cast::<u128>(), head);
+            std::ptr::write_unaligned(to.add(n - 16).cast::<u128>(), tail);
+        } else if n >= 8 {
+            let head = std::ptr::read_unaligned(src.cast::<u64>());
+            let tail = std::ptr::read_unaligned(src.add(n - 8).cast::<u64>());
+            std::ptr::write_unaligned(to.cast::<u64>(), head);
+            std::ptr::write_unaligned(to.add(n - 8).cast::<u64>(), tail);
+        } else if n >= 4 {
+            let head = std::ptr::read_unaligned(src.cast::<u32>());
+            let tail = std::ptr::read_unaligned(src.add(n - 4).cast::<u32>());
+            std::ptr::write_unaligned(to.cast::<u32>(), head);
+            std::ptr::write_unaligned(to.add(n - 4).cast::<u32>(), tail);
+        } else if n > 0 {
+            // 1 to 3 bytes: the first, the middle and the last (some of them the same).
+            *to = *src;
+            *to.add(n / 2) = *src.add(n / 2);
+            *to.add(n - 1) = *src.add(n - 1);
+        }
+    }
+}
+
 #[cold]
 fn out_of_memory(len: usize) -> PyErr {
     PyMemoryError::new_err(format!("cannot allocate the output ({len} bytes written)"))
@@ -373,6 +414,19 @@ impl Sink for BytesSink {
                 *self.data.add(self.len) = tag;
                 self.len = self.varint_at(self.len + 1, value);
             }
+        }
+    }
+
+    #[inline(always)]
+    fn put_tag_bytes(&mut self, tag: u8, bytes: &[u8]) {
+        if self.room(1 + bytes.len()) {
+            // SAFETY: room for the tag and the bytes was just checked; the source is a Rust
+            // slice that cannot overlap the object we own exclusively.
+            unsafe {
+                *self.data.add(self.len) = tag;
+                copy_short(bytes, self.data.add(self.len + 1));
+            }
+            self.len += 1 + bytes.len();
         }
     }
 
