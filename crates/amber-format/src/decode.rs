@@ -1013,8 +1013,30 @@ impl<'a, B: Builder> Decoder<'a, B> {
         Ok(set)
     }
 
+    #[inline]
     fn reference(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
         let target = self.varint()?;
+        // The common case, a REF back to a finished value already in the index, stays small
+        // enough to inline; everything else (the first REF, which builds the index, and every
+        // error) is in `reference_slow`.
+        if target < (at - self.body) as u64 && !self.ref_index.slots.is_empty() {
+            if let Some(index) = self.ref_index.find(target, &self.tracked) {
+                if let Some(TrackedSlot { obj: Some(obj), .. }) = self.tracked.get(index) {
+                    if B::TRACES {
+                        // The target is below `at`, so the sum stays in the input.
+                        self.builder
+                            .trace_reference(self.body.saturating_add(target as usize), index);
+                    }
+                    return Ok(obj.clone());
+                }
+            }
+        }
+        self.reference_slow(at, target)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reference_slow(&mut self, at: usize, target: u64) -> Result<B::Obj, DecodeError> {
         let here = (at - self.body) as u64;
         let bad = |detail: String| DecodeError::new(ErrorKind::BadReference, at, detail);
         if target >= here {
