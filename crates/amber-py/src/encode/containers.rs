@@ -54,17 +54,9 @@ impl PyEncoder<'_> {
     pub(super) fn tuple(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact tuple.
         let n = unsafe { ffi::PyTuple_GET_SIZE(obj) };
-        // Most tuples are held by one container only and never go near the memo: the same
-        // decision begin_value makes, taken here so those skip its token handling.
-        let memo = match self.tracker.as_ref() {
-            Some(tracker) => {
-                n > 0
-                    && !self.options.canonical
-                    && (tracker.track_everything() || shared(obj, self.held))
-            }
-            None => false,
-        };
-        if memo {
+        // Most tuples are held by one container only and never go near the memo; deciding
+        // that here lets them skip begin_value's token handling.
+        if self.immutable_may_repeat(obj, n > 0 && !self.options.canonical) {
             return self.tracked_tuple(obj, n);
         }
         self.enter()?;
@@ -219,10 +211,9 @@ impl PyEncoder<'_> {
         obj: *mut ffi::PyObject,
         trackable: bool,
     ) -> Result<Option<Option<ImmutableToken>>, EncodeFail> {
+        let may_repeat = self.immutable_may_repeat(obj, trackable);
         let token = match self.tracker.as_mut() {
-            Some(tracker)
-                if trackable && (tracker.track_everything() || shared(obj, self.held)) =>
-            {
+            Some(tracker) if may_repeat => {
                 match tracker.begin_immutable(obj as usize, &mut self.writer) {
                     ImmutableStart::Ref(offset) => {
                         self.writer.reference(offset);
@@ -243,6 +234,17 @@ impl PyEncoder<'_> {
         }
         self.enter()?;
         Ok(Some(token))
+    }
+
+    /// Whether a tuple or frozenset goes through the memo: it is `trackable` (see
+    /// [`PyEncoder::begin_value`]), refs are on, and it may be met again.
+    #[inline(always)]
+    fn immutable_may_repeat(&self, obj: *mut ffi::PyObject, trackable: bool) -> bool {
+        trackable
+            && self
+                .tracker
+                .as_ref()
+                .is_some_and(|tracker| tracker.track_everything() || shared(obj, self.held))
     }
 
     /// Leaves a container's nesting level; for a tracked tuple or frozenset, also tells the
