@@ -1013,13 +1013,13 @@ impl<'a, B: Builder> Decoder<'a, B> {
         Ok(set)
     }
 
-    #[inline]
+    #[inline(always)]
     fn reference(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
         let target = self.varint()?;
-        // The common case, a REF back to a finished value already in the index, stays small
-        // enough to inline; everything else (the first REF, which builds the index, and every
-        // error) is in `reference_slow`.
-        if target < (at - self.body) as u64 && !self.ref_index.slots.is_empty() {
+        if self.ref_index.slots.is_empty() {
+            self.ref_index = RefIndex::of(&self.tracked);
+        }
+        if target < (at - self.body) as u64 {
             if let Some(index) = self.ref_index.find(target, &self.tracked) {
                 if let Some(TrackedSlot { obj: Some(obj), .. }) = self.tracked.get(index) {
                     if B::TRACES {
@@ -1031,40 +1031,31 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 }
             }
         }
-        self.reference_slow(at, target)
+        Err(self.reference_error(at, target))
     }
 
+    /// Why the REF at `at` to body offset `target` resolves to nothing. Out of line, so that
+    /// the formatting stays out of [`Decoder::reference`]'s frame, which every REF pays for.
     #[cold]
     #[inline(never)]
-    fn reference_slow(&mut self, at: usize, target: u64) -> Result<B::Obj, DecodeError> {
+    fn reference_error(&self, at: usize, target: u64) -> DecodeError {
         let here = (at - self.body) as u64;
         let bad = |detail: String| DecodeError::new(ErrorKind::BadReference, at, detail);
         if target >= here {
-            return Err(bad(format!(
+            return bad(format!(
                 "reference to body offset {target} does not point back (it is at {here})"
-            )));
-        }
-        if self.ref_index.slots.is_empty() {
-            self.ref_index = RefIndex::of(&self.tracked);
+            ));
         }
         let found = self.ref_index.find(target, &self.tracked);
-        match found.and_then(|i| self.tracked.get(i).map(|slot| (i, slot))) {
-            Some((index, TrackedSlot { obj: Some(obj), .. })) => {
-                if B::TRACES {
-                    // The target is below `here`, so it fits and the sum stays in the input.
-                    self.builder
-                        .trace_reference(self.body.saturating_add(target as usize), index);
-                }
-                Ok(obj.clone())
-            }
-            Some((_, TrackedSlot { obj: None, .. })) => Err(DecodeError::new(
+        match found.and_then(|index| self.tracked.get(index)) {
+            Some(TrackedSlot { obj: None, .. }) => DecodeError::new(
                 ErrorKind::IncompleteReference,
                 at,
                 format!("reference to body offset {target}: an immutable value still being built"),
-            )),
-            None => Err(bad(format!(
+            ),
+            _ => bad(format!(
                 "reference to body offset {target}, which is not the start of a tracked value"
-            ))),
+            )),
         }
     }
 

@@ -56,7 +56,7 @@ impl PyEncoder<'_> {
         let n = unsafe { ffi::PyTuple_GET_SIZE(obj) };
         // Most tuples are held by one container only and never go near the memo; deciding
         // that here lets them skip begin_value's token handling.
-        if self.immutable_may_repeat(obj, n > 0 && !self.options.canonical) {
+        if self.immutable_may_repeat(obj, self.value_trackable(n > 0)) {
             return self.tracked_tuple(obj, n);
         }
         self.enter()?;
@@ -198,8 +198,14 @@ impl PyEncoder<'_> {
         obj: *mut ffi::PyObject,
         trackable: bool,
     ) -> Result<Option<Option<ImmutableToken>>, EncodeFail> {
-        let trackable = trackable && !self.options.canonical;
-        self.begin_immutable(obj, trackable)
+        self.begin_immutable(obj, self.value_trackable(trackable))
+    }
+
+    /// Whether an immutable value that is `trackable` by kind may be written as a `REF`
+    /// (never in canonical mode, see [`PyEncoder::begin_value`]).
+    #[inline(always)]
+    fn value_trackable(&self, trackable: bool) -> bool {
+        trackable && !self.options.canonical
     }
 
     /// Starts a tuple or frozenset (`trackable` false for the empty tuple). `None`: it was

@@ -74,31 +74,23 @@ impl BytesSink {
         if self.data.is_null() {
             return Err(out_of_memory(self.len));
         }
-        if self.obj.is_null() {
-            // SAFETY: the first len bytes of the scratch buffer are written; CPython copies
-            // them into a new bytes object.
-            let obj = unsafe {
-                ffi::PyBytes_FromStringAndSize(self.data.cast(), self.len as ffi::Py_ssize_t)
-            };
-            return PyObj::from_owned(obj).ok_or_else(|| {
-                // SAFETY: GIL held; drop the MemoryError CPython set, ours says more.
-                unsafe { ffi::PyErr_Clear() };
-                out_of_memory(self.len)
-            });
-        }
-        if self.len != self.cap && allocator::is_new_peak(self.cap) {
-            // SAFETY: the first len bytes of obj are written; CPython copies them into a new
-            // object. Ours is then freed whole, which is the point (see `allocator`).
+        // A payload still in the scratch buffer is copied out, and so is the first output of
+        // each new peak size (see `allocator`); the object it grew in is then freed on drop.
+        if self.obj.is_null() || (self.len != self.cap && allocator::is_new_peak(self.cap)) {
+            // SAFETY: the first len bytes at data are written; CPython copies them into a new
+            // bytes object.
             let exact = unsafe {
                 ffi::PyBytes_FromStringAndSize(self.data.cast(), self.len as ffi::Py_ssize_t)
             };
-            if !exact.is_null() {
-                self.fail();
-                // SAFETY: exact is a new reference we own.
-                return Ok(unsafe { PyObj::from_owned(exact).unwrap_unchecked() });
+            if let Some(exact) = PyObj::from_owned(exact) {
+                return Ok(exact);
             }
-            // SAFETY: GIL held; shrinking in place below needs no new memory.
+            // SAFETY: GIL held; drop the MemoryError CPython set, ours says more.
             unsafe { ffi::PyErr_Clear() };
+            if self.obj.is_null() {
+                return Err(out_of_memory(self.len));
+            }
+            // A grown object can still be shrunk in place, which needs no new memory.
         }
         if self.len != self.cap {
             // SAFETY: we hold the only reference to obj; on failure CPython frees it and sets
