@@ -369,7 +369,9 @@ impl Sink for BytesSink {
         self.len
     }
 
-    #[inline]
+    // Always: one store behind a room check, met for most values; left to the compiler's
+    // judgment it stopped being inlined into the value loop once that loop grew.
+    #[inline(always)]
     fn push(&mut self, byte: u8) {
         if self.room(1) {
             // SAFETY: room() guarantees len < cap, inside the object's data.
