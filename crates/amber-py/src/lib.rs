@@ -6,6 +6,7 @@ mod decode;
 mod dict_layout;
 mod encode;
 mod envelope;
+mod fastcall;
 mod helpers;
 mod object;
 mod pylong;
@@ -614,6 +615,27 @@ fn dumps(
     dumps_impl(py, obj, options, custom.as_ref(), callback.as_ref(), &seal)
 }
 
+/// `dumps(obj)` with every option at its default (see [`fastcall`]).
+fn dumps_default(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
+    let options = encode::Options {
+        refs: true,
+        max_depth: DEFAULT_MAX_DEPTH,
+        canonical: false,
+        sort_keys: false,
+    };
+    dumps_impl(py, obj, options, None, None, &SealConfig::default())
+}
+
+/// `loads(data)` with every option at its default (see [`fastcall`]).
+fn loads_default(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let limits = Limits {
+        max_depth: DEFAULT_MAX_DEPTH,
+        max_alloc: None,
+    };
+    let classes = class_options(py, None, None, "ignore", false)?;
+    loads_impl(py, data, &limits, &OpenConfig::default(), &classes, None)
+}
+
 /// loads(data, *, max_depth=1000, max_alloc=None, types=None, custom=None,
 ///       unknown_fields="ignore", placeholders=False, buffers=None, key=None, max_age=None,
 ///       max_decompressed=None) -> object
@@ -958,8 +980,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .extract()?;
     pylong::set_digit_bits(digit_bits);
     dict_layout::check();
-    m.add_function(wrap_pyfunction!(dumps, m)?)?;
-    m.add_function(wrap_pyfunction!(loads, m)?)?;
+    fastcall::add_functions(m, wrap_pyfunction!(dumps, m)?, wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(dict_layout_known, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
