@@ -270,6 +270,18 @@ fn custom_encoders(
     }
 }
 
+/// The class options of a call that allows no classes and keeps the other defaults: made
+/// once, then lent to every such `loads`.
+fn no_classes(py: Python<'_>) -> &'static decode::ClassOptions {
+    static NONE: pyo3::sync::PyOnceLock<decode::ClassOptions> = pyo3::sync::PyOnceLock::new();
+    NONE.get_or_init(py, || decode::ClassOptions {
+        allowed: pyo3::types::PyDict::new(py).into_any().unbind(),
+        decoders: pyo3::types::PyDict::new(py).into_any().unbind(),
+        unknown_error: false,
+        placeholders: false,
+    })
+}
+
 /// The class options of a decode, validated.
 fn class_options(
     py: Python<'_>,
@@ -290,17 +302,10 @@ fn class_options(
     let absent = |v: Option<&Bound<'_, PyAny>>| v.map_or(true, |v| v.is_none());
     if absent(types) && absent(custom) {
         // The common call: no classes allowed. Skip building the registry in Python.
-        static EMPTY: pyo3::sync::PyOnceLock<(Py<PyAny>, Py<PyAny>)> =
-            pyo3::sync::PyOnceLock::new();
-        let (allowed, decoders) = EMPTY.get_or_init(py, || {
-            (
-                pyo3::types::PyDict::new(py).into_any().unbind(),
-                pyo3::types::PyDict::new(py).into_any().unbind(),
-            )
-        });
+        let none = no_classes(py);
         return Ok(decode::ClassOptions {
-            allowed: allowed.clone_ref(py),
-            decoders: decoders.clone_ref(py),
+            allowed: none.allowed.clone_ref(py),
+            decoders: none.decoders.clone_ref(py),
             unknown_error,
             placeholders,
         });
@@ -632,8 +637,14 @@ fn loads_default(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>>
         max_depth: DEFAULT_MAX_DEPTH,
         max_alloc: None,
     };
-    let classes = class_options(py, None, None, "ignore", false)?;
-    loads_impl(py, data, &limits, &OpenConfig::default(), &classes, None)
+    loads_impl(
+        py,
+        data,
+        &limits,
+        &OpenConfig::default(),
+        no_classes(py),
+        None,
+    )
 }
 
 /// loads(data, *, max_depth=1000, max_alloc=None, types=None, custom=None,
