@@ -16,9 +16,9 @@ impl PyEncoder<'_> {
         }
         let _held = hold(obj);
         self.enter()?;
-        // Items held by this list alone are met only here: a list of such numbers loses no
-        // sharing when packed.
-        if self.packed(obj, 1) {
+        // Items held by this list alone are met only here: a list of such numbers or tuples
+        // loses no sharing when packed or written as rows.
+        if self.compact_list(obj, 1, obj)? {
             self.leave();
             return Ok(());
         }
@@ -204,7 +204,7 @@ impl PyEncoder<'_> {
     /// Whether an immutable value that is `trackable` by kind may be written as a `REF`
     /// (never in canonical mode, see [`PyEncoder::begin_value`]).
     #[inline(always)]
-    fn value_trackable(&self, trackable: bool) -> bool {
+    pub(super) fn value_trackable(&self, trackable: bool) -> bool {
         trackable && !self.options.canonical
     }
 
@@ -272,7 +272,7 @@ impl PyEncoder<'_> {
 /// The error for a container that class code changed while it was being written: the
 /// count already in the output would no longer match.
 #[cold]
-fn changed_size(what: &str, _container: *mut ffi::PyObject) -> EncodeFail {
+pub(super) fn changed_size(what: &str, _container: *mut ffi::PyObject) -> EncodeFail {
     EncodeFail::new(FailKind::Refused(format!(
         "the {what} changed size while it was being encoded (by code in a class it contains)"
     )))

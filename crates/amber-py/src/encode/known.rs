@@ -792,7 +792,7 @@ impl PyEncoder<'_> {
         self.enter()?;
         // The copy and the deque hold each item once: two references for an item met here
         // alone.
-        if self.packed(items.as_ptr(), 2) {
+        if self.compact_list(items.as_ptr(), 2, obj)? {
             self.leave();
             self.leave();
             return Ok(());

@@ -1,4 +1,5 @@
-//! Lists of plain numbers as PACKED_INT_LIST and PACKED_FLOAT_LIST (spec 5.10.1).
+//! Lists of plain numbers as PACKED_INT_LIST and PACKED_FLOAT_LIST (spec 5.10.1), and the
+//! choice of a list's compact form.
 //!
 //! A list is written optimistically: tag, count, then each item while it is checked. The
 //! first item that does not qualify (another type, a shared object, one FLOAT32 item too
@@ -14,32 +15,60 @@ use amber_format::{Tag, Writer};
 use pyo3_ffi as ffi;
 
 use super::sink::Run;
-use super::PyEncoder;
+use super::{EncodeFail, PyEncoder};
 
 impl PyEncoder<'_> {
-    /// Writes the exact list `list` packed if its items qualify and says whether it did;
-    /// otherwise nothing is written. `holds` is how many references the containers that the
-    /// encoder knows of have on each item: 1 for a list of the graph, 2 for the copy of a
-    /// deque's items (the deque holds them too). An item with more references than that is
-    /// held somewhere else as well, so it may be met again and has to go through the memo.
+    /// Writes the exact list `list` in a compact form if its items qualify, and says whether
+    /// it did; otherwise nothing is written. The forms: packed, for numbers (here), and rows,
+    /// for tuples of one length (spec 5.11.1, `rows.rs`). `holds` is how many references the
+    /// containers that the encoder knows of have on each item: 1 for a list of the graph, 2
+    /// for the copy of a deque's items (the deque holds them too). An item with more
+    /// references than that is held somewhere else as well, so it may be met again and has to
+    /// go through the memo. `owner` is the object whose items these are (the list, or the
+    /// deque), for the path of an error in a row.
     ///
     /// Inlined into every list's path: most lists are turned away by their length or by the
     /// type of their first item before anything else is done.
     #[inline(always)]
-    pub(super) fn packed(&mut self, list: *mut ffi::PyObject, holds: ffi::Py_ssize_t) -> bool {
+    pub(super) fn compact_list(
+        &mut self,
+        list: *mut ffi::PyObject,
+        holds: ffi::Py_ssize_t,
+        owner: *mut ffi::PyObject,
+    ) -> Result<bool, EncodeFail> {
         // SAFETY: list is a live exact list.
         let n = unsafe { ffi::PyList_GET_SIZE(list) } as usize;
         if n < PACKED_MIN {
-            return false;
+            return Ok(false);
         }
         // SAFETY: an exact list of n > 0 items has an item array of n live objects.
         let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
         // SAFETY: as above; the first item is live.
         let ty = unsafe { ffi::Py_TYPE(*items) };
-        (ty == self.types.int || ty == self.types.float) && self.packed_numbers(items, n, holds)
+        if ty == self.types.int || ty == self.types.float {
+            Ok(self.packed_numbers(items, n, holds))
+        } else if ty == self.types.tuple {
+            self.rows(list, n, holds, owner)
+        } else {
+            Ok(false)
+        }
     }
 
-    /// [`PyEncoder::packed`] for a list of `n` items, the first of them an exact int or float.
+    /// The most references an item of a list written in a compact form may have, `holds`
+    /// being what the containers the encoder knows of account for (see
+    /// [`PyEncoder::compact_list`]). Only the memo can write an item as a REF: with refs off,
+    /// and in canonical mode (numbers and tuples are written by value), no item is ever
+    /// shared, whatever holds it.
+    #[inline]
+    pub(super) fn unshared_limit(&self, holds: ffi::Py_ssize_t) -> ffi::Py_ssize_t {
+        if self.tracker.is_some() && self.value_trackable(true) {
+            holds
+        } else {
+            ffi::Py_ssize_t::MAX
+        }
+    }
+
+    /// [`PyEncoder::compact_list`] for a list of `n` items, the first of them an exact int or float.
     /// (A list of ints that fails at its first item, such as `[x] * n` with a shared `x`,
     /// costs little more than that: the room it reserves, a byte an item, the ordinary form
     /// needs too.)
@@ -50,10 +79,7 @@ impl PyEncoder<'_> {
         n: usize,
         holds: ffi::Py_ssize_t,
     ) -> bool {
-        // Only the memo can write a number as a REF: with refs off, and in canonical mode
-        // (numbers are written by value), no item is ever shared.
-        let check = self.tracker.is_some() && !self.options.canonical;
-        let limit = if check { holds } else { ffi::Py_ssize_t::MAX };
+        let limit = self.unshared_limit(holds);
         // SAFETY: items holds n >= PACKED_MIN live objects.
         if unsafe { ffi::Py_TYPE(*items) } == self.types.int {
             self.packed_ints(items, n, limit)
