@@ -9,23 +9,35 @@
 
 use std::os::raw::c_int;
 
-use amber_format::tag::PACKED_MIN;
+use amber_format::tag::{PACKED_MIN, TUPLE_LIST_MIN};
 use amber_format::varint::{zigzag, MAX_VARINT_LEN};
 use amber_format::{Tag, Writer};
 use pyo3_ffi as ffi;
 
 use super::sink::Run;
-use super::{EncodeFail, PyEncoder};
+use super::PyEncoder;
+
+// One length check serves both compact forms.
+const _: () = assert!(PACKED_MIN == TUPLE_LIST_MIN);
+
+/// What [`PyEncoder::compact_list`] found.
+pub(super) enum Compact {
+    /// Nothing is written: the list takes the ordinary form.
+    Plain,
+    /// The list is written, packed.
+    Written,
+    /// Nothing is written: the list has this many items (at least [`TUPLE_LIST_MIN`]) and
+    /// the first is an exact tuple, so it may be written as rows ([`PyEncoder::rows`]).
+    Rows(usize),
+}
 
 impl PyEncoder<'_> {
-    /// Writes the exact list `list` in a compact form if its items qualify, and says whether
-    /// it did; otherwise nothing is written. The forms: packed, for numbers (here), and rows,
-    /// for tuples of one length (spec 5.11.1, `rows.rs`). `holds` is how many references the
-    /// containers that the encoder knows of have on each item: 1 for a list of the graph, 2
-    /// for the copy of a deque's items (the deque holds them too). An item with more
-    /// references than that is held somewhere else as well, so it may be met again and has to
-    /// go through the memo. `owner` is the object whose items these are (the list, or the
-    /// deque), for the path of an error in a row.
+    /// Writes the exact list `list` packed if its items qualify for it, or finds that they
+    /// may qualify to be written as rows (spec 5.11.1, `rows.rs`), which is for the caller to
+    /// try: see [`Compact`]. `holds` is how many references the containers that the encoder
+    /// knows of have on each item: 1 for a list of the graph, 2 for the copy of a deque's
+    /// items (the deque holds them too). An item with more references than that is held
+    /// somewhere else as well, so it may be met again and has to go through the memo.
     ///
     /// Inlined into every list's path: most lists are turned away by their length or by the
     /// type of their first item before anything else is done.
@@ -34,24 +46,24 @@ impl PyEncoder<'_> {
         &mut self,
         list: *mut ffi::PyObject,
         holds: ffi::Py_ssize_t,
-        owner: *mut ffi::PyObject,
-    ) -> Result<bool, EncodeFail> {
+    ) -> Compact {
         // SAFETY: list is a live exact list.
         let n = unsafe { ffi::PyList_GET_SIZE(list) } as usize;
         if n < PACKED_MIN {
-            return Ok(false);
+            return Compact::Plain;
         }
         // SAFETY: an exact list of n > 0 items has an item array of n live objects.
         let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
         // SAFETY: as above; the first item is live.
         let ty = unsafe { ffi::Py_TYPE(*items) };
         if ty == self.types.int || ty == self.types.float {
-            Ok(self.packed_numbers(items, n, holds))
+            if self.packed_numbers(items, n, holds) {
+                return Compact::Written;
+            }
         } else if ty == self.types.tuple {
-            self.rows(list, n, holds, owner)
-        } else {
-            Ok(false)
+            return Compact::Rows(n);
         }
+        Compact::Plain
     }
 
     /// The most references an item of a list written in a compact form may have, `holds`

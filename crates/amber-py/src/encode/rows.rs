@@ -16,9 +16,9 @@ use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 impl PyEncoder<'_> {
     /// Writes the exact list `list` of `n` items (at least [`TUPLE_LIST_MIN`], the first of
     /// them an exact tuple) as a TUPLE_LIST if its items qualify, and says whether it did;
-    /// otherwise nothing is written. `holds` and `owner` are those of
-    /// [`PyEncoder::compact_list`]. The caller has entered the list's nesting level; the rows'
-    /// level is entered here.
+    /// otherwise nothing is written. `holds` is as for [`PyEncoder::compact_list`]; `owner` is
+    /// the object whose items these are (the list, or a deque), for the path of an error in a
+    /// row. The caller has entered the list's nesting level; the rows' level is entered here.
     ///
     /// A row held by the list alone is met once, here, so writing it without a tag loses no
     /// sharing; its items are written exactly as inside a TUPLE, memo included. (Inside the
