@@ -86,6 +86,41 @@ def varint(n: int) -> bytes:
             return bytes(out)
 
 
+def smallest_budget(data: bytes) -> int:
+    """The smallest `max_alloc` with which `data` decodes (it must decode with 10**8)."""
+    import amber
+
+    def fits(budget: int) -> bool:
+        try:
+            amber.loads(data, max_alloc=budget)
+        except amber.DecodeLimitError as e:
+            assert e.kind == "alloc_limit"
+            return False
+        return True
+
+    low, high = 1, 10**8
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle + 1, high)
+    return low
+
+
+def check_truncations(data: bytes) -> None:
+    """`data` decodes, and every shorter prefix of it fails with `truncated` or
+    `length_too_large` at an offset within the prefix."""
+    import amber
+
+    amber.loads(data)
+    for cut in range(len(data)):
+        try:
+            amber.loads(data[:cut])
+        except amber.DecodeError as e:
+            assert e.kind in ("truncated", "length_too_large"), (cut, e)
+            assert e.offset <= cut, (cut, e)
+        else:
+            raise AssertionError(f"the first {cut} bytes decode")
+
+
 def nested_list(depth: int, leaf: Any = None) -> list[Any]:
     """A list nested `depth` deep (depth 1 = [leaf]), built without recursion."""
     x: Any = leaf

@@ -41,6 +41,13 @@ def hostile_inputs() -> dict[str, bytes]:
         "packed_ints_of_one_byte": HEADER + b"\x78" + varint(n) + b"\x7f" * n,
         "packed_floats": HEADER + b"\x79" + varint(n // 8) + b"\x00" * (n // 8 * 8),
         "many_empty_packed_lists": HEADER + b"\x71" + varint(n // 2) + b"\x78\x00" * (n // 2),
+        # TUPLE_LIST: a count or an arity that the input cannot hold, rows of one byte each
+        # (a new tuple for every byte), and many lists of no rows
+        "huge_tuple_list_rows": HEADER + b"\x7c" + HUGE + b"\x01" + b"\x00" * 100,
+        "huge_tuple_list_arity": HEADER + b"\x7c\x01" + HUGE + b"\x00" * 100,
+        "huge_tuple_list_of_empty_rows": HEADER + b"\x7c" + HUGE + b"\x00" + b"\x00" * 100,
+        "tuple_list_of_one_byte_rows": HEADER + b"\x7c" + varint(n) + b"\x01" + b"\x00" * n,
+        "many_empty_tuple_lists": HEADER + b"\x71" + varint(n // 3) + b"\x7c\x00\x01" * (n // 3),
         "refs_to_big_list": HEADER
         + b"\x71"
         + varint(1001)

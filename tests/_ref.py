@@ -2,15 +2,16 @@
 
 It exists so that tests can assert the exact bytes amber.dumps must produce for graphs drawn at
 random (the encoder's choices are fixed by the spec: shortest tag forms, FLOAT32 when exact,
-packed lists of unshared numbers, REF on the second meeting of an object with the TRACKED bit
-set on its first tag, SUPERSEDE for the copies of tuples met again while being written, found by
-a first pass).
+packed lists of unshared numbers, TUPLE_LIST for lists of unshared tuples of one length, REF on
+the second meeting of an object with the TRACKED bit set on its first tag, SUPERSEDE for the
+copies of tuples met again while being written, found by a first pass).
 
-Packing follows the spec's exact rule (section 5.10.1): an item is shared when the graph holds it
-in more than one place, which a first walk counts. The extension proves the same thing with
-CPython's reference counts, which also count holders outside the graph (a test framework keeping
-generated values, a variable of the caller): it then writes such a list unpacked. Compare its
-bytes with these only for graphs whose objects nothing else holds (`_strategies.fresh_copy`).
+Packing and rows follow the spec's exact rules (sections 5.10.1 and 5.11.1): an item is shared
+when the graph holds it in more than one place, which a first walk counts. The extension proves
+the same thing with CPython's reference counts, which also count holders outside the graph (a
+test framework keeping generated values, a variable of the caller): it then writes such a list
+unpacked, or as a LIST of tuples. Compare its bytes with these only for graphs whose objects
+nothing else holds (`_strategies.fresh_copy`).
 
 Unsupported is raised for graphs amber cannot encode (unsupported types, depth, refs=False
 cycles).
@@ -30,9 +31,10 @@ SHORT_STR, SHORT_LIST, SHORT_TUPLE, SHORT_DICT = 0x40, 0x58, 0x5C, 0x60
 STR, STR_SURROGATES, BYTES, BYTEARRAY = 0x68, 0x69, 0x6A, 0x6B
 INT, BIGINT, FLOAT64, FLOAT32, COMPLEX = 0x6C, 0x6D, 0x6E, 0x6F, 0x70
 LIST, TUPLE, DICT, SET, FROZENSET = 0x71, 0x72, 0x73, 0x74, 0x75
-PACKED_INT_LIST, PACKED_FLOAT_LIST = 0x78, 0x79
+PACKED_INT_LIST, PACKED_FLOAT_LIST, TUPLE_LIST = 0x78, 0x79, 0x7C
 TRACKED = 0x80
 PACKED_MIN = 4  # shorter lists are SHORT_LIST, which has no count byte to save
+TUPLE_LIST_MIN = PACKED_MIN  # the same threshold for rows of tuples (spec 5.11.1)
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -127,6 +129,18 @@ def packed_form(items: list[Any], shared: Any) -> bytes | None:
         if 4 * exact > n or any(shared(x) for x in items):
             return None
         return bytes([PACKED_FLOAT_LIST]) + varint(n) + struct.pack(f"<{n}d", *items)
+    return None
+
+
+def row_arity(items: list[Any], shared: Any) -> int | None:
+    """The arity k of a list written as TUPLE_LIST (spec 5.11.1): at least 4 items, all exact
+    tuples of one length k >= 1, none of them shared (`shared` as for `packed_form`); None
+    when the list is not written so."""
+    if len(items) < TUPLE_LIST_MIN or type(items[0]) is not tuple or not items[0]:
+        return None
+    k = len(items[0])
+    if all(type(x) is tuple and len(x) == k and not shared(x) for x in items):
+        return k
     return None
 
 
@@ -276,7 +290,9 @@ class _Encoder:
         else:
             self.out += bytes([FROZENSET]) + varint(n)
 
-    def write_children(self, obj: Any, t: type, level: int) -> None:
+    def write_children(self, obj: Any, t: type, level: int, rows: bool = False) -> None:
+        """Write the children of obj at `level`; with `rows`, obj is a list of tuples whose
+        items are written one row after the other (TUPLE_LIST)."""
         oid = id(obj)
         if oid in self.stack:
             if self.refs:
@@ -292,7 +308,10 @@ class _Encoder:
                     self.write(k, level)
                     self.write(v, level)
             else:
-                items = self.in_order(obj) if self.canonical and t is set else obj
+                if rows:
+                    items = [item for row in obj for item in row]
+                else:
+                    items = self.in_order(obj) if self.canonical and t is set else obj
                 for item in items:
                     self.write(item, level)
         finally:
@@ -306,6 +325,14 @@ class _Encoder:
         if packed is not None:
             # Its items are held once: they are met only here, so they need no memo entry.
             self.out += packed
+            return
+        arity = row_arity(obj, self.shared) if t is list else None
+        if arity is not None:
+            # The rows are a level of their own, and are never memoized: each is met once.
+            if level + 2 > self.max_depth:
+                raise Unsupported("depth")
+            self.out += bytes([TUPLE_LIST]) + varint(len(obj)) + varint(arity)
+            self.write_children(obj, t, level + 2, rows=True)
             return
         self.write_header(obj, t)
         self.write_children(obj, t, level + 1)

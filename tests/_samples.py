@@ -19,6 +19,9 @@ def sample_objects() -> list[Any]:
     cyc_tuple[0].append(cyc_tuple)
     nan_payload = struct.unpack(">d", bytes.fromhex("7ff8000000000123"))[0]
     shared_float = 1 / 9
+    shared_str = "-".join(["shared", "row", "item"])
+    rows = [(i, str(i) * 2) for i in range(4)]
+    twice = (str(7) * 3, 7)
     return [
         None,
         True,
@@ -60,4 +63,10 @@ def sample_objects() -> list[Any]:
         [2**k - 1 for k in range(2, 64, 7)] + [-(2**63)],
         [i / 7 for i in range(6)],
         [shared_float, 1 / 3, 2 / 3, shared_float],
+        # lists of tuples written as rows: plain rows, rows with a str shared across them, a
+        # tracked one referred to again, and one kept a LIST by a tuple held twice
+        [(i / 7, f"row-{i}") for i in range(5)],
+        [(shared_str, i, None) for i in range(4)],
+        [rows, {"again": rows}],
+        [twice, *((i, str(i)) for i in range(3)), twice],
     ]

@@ -65,11 +65,32 @@ hashables = st.recursive(
     max_leaves=12,
 )
 
+
+@st.composite
+def tuple_lists(draw, items: st.SearchStrategy[Any] = atoms) -> list[Any]:
+    """Lists of 3 to 8 tuples of one length k (1 to 4) made of `items`: the shape the encoder
+    writes as TUPLE_LIST (spec 5.11.1) from 4 rows on, when none of its tuples is shared.
+    Some get a misfit that keeps them LISTs: a tuple of another length (maybe empty) or an item
+    that is not a tuple."""
+    k = draw(st.integers(1, 4))
+    rows: list[Any] = [
+        tuple(draw(st.lists(items, min_size=k, max_size=k))) for _ in range(draw(st.integers(3, 8)))
+    ]
+    misfit = draw(st.integers(0, 5))
+    if misfit == 0:
+        rows.insert(draw(st.integers(0, len(rows))), tuple(draw(st.lists(items, max_size=5))))
+    elif misfit == 1:
+        rows.insert(draw(st.integers(0, len(rows))), draw(items))
+    return rows
+
+
 trees = st.recursive(
     atoms,
     lambda c: st.one_of(
         st.lists(c, max_size=6),
         number_lists,
+        tuple_lists(c),
+        tuple_lists(),
         st.lists(c, max_size=6).map(tuple),
         st.dictionaries(hashables, c, max_size=6),
         st.sets(hashables, max_size=6),
@@ -121,6 +142,21 @@ def fresh_copy(x: Any) -> Any:
     from _ref import ref_dumps
 
     return amber.loads(ref_dumps(x))
+
+
+def checked_fresh_copy(x: Any) -> Any:
+    """The fresh copy of x (see `fresh_copy`), after checking that x comes back exactly from
+    its payload, that the copy equals x, and that the extension writes the copy with the
+    reference encoder's bytes."""
+    import amber
+    from _ref import ref_dumps
+    from amber._compare import graph_diff
+
+    assert graph_diff(x, amber.loads(amber.dumps(x))) is None
+    y = fresh_copy(x)
+    assert graph_diff(x, y) is None
+    assert amber.dumps(y).hex(" ") == ref_dumps(y).hex(" ")
+    return y
 
 
 def set_order_may_change(x: Any) -> bool:

@@ -219,6 +219,98 @@ def test_stats_of_packed_lists(cli, tmp_path):
     assert stats["types"] == {"list": {"count": 3, "bytes": 1 + 6 + 34, "total_bytes": 41 + 6 + 34}}
 
 
+def test_inspect_tuple_lists(cli, tmp_path):
+    # [rows, rows, [("ab",), ("cd",)] * 2 as rows] where rows = [("hello world", 0), (REF, 1000),
+    # (REF, 2000), (REF, 3000)]: a TUPLE_LIST is one line, its items two levels deeper, and
+    # each row a line of its own (no bytes, no value) at its first item.
+    body = bytes.fromhex("5b fc 04 02 cb") + b"hello world" + bytes.fromhex("00")
+    body += bytes.fromhex("9304 6cd00f 9304 6ca01f 9304 6cf02e")
+    body += bytes.fromhex("9301")  # the second item: a REF to the tracked TUPLE_LIST at 4
+    body += bytes.fromhex("7c 04 01 c26162 c26364 9325 9328")  # the third, at 37
+    data = H + body
+    assert amber.loads(data)[2] == [("ab",), ("cd",), ("ab",), ("cd",)]
+    run = cli("inspect", write(tmp_path, data))
+    assert run.status == 0, run.err
+    rows = listing(run)
+    assert [(offset, raw, depth, name) for offset, raw, depth, name, _ in rows] == [
+        (3, "5b", 0, "SHORT_LIST"),
+        (4, "fc 04 02", 1, "TUPLE_LIST"),
+        (7, "cb", 3, "SHORT_STR"),
+        (19, "00", 3, "SMALL_INT"),
+        (20, "93 04", 3, "REF"),
+        (22, "6c d0 0f", 3, "INT"),
+        (25, "93 04", 3, "REF"),
+        (27, "6c a0 1f", 3, "INT"),
+        (30, "93 04", 3, "REF"),
+        (32, "6c f0 2e", 3, "INT"),
+        (35, "93 01", 1, "REF"),
+        (37, "7c 04 01", 1, "TUPLE_LIST"),
+        (40, "c2", 3, "SHORT_STR"),
+        (43, "c2", 3, "SHORT_STR"),
+        (46, "93 25", 3, "REF"),
+        (48, "93 28", 3, "REF"),
+    ]
+    assert rows[1][4] == "list of 4 tuples of 2 items, as rows  [tracked #0]"
+    assert rows[11][4] == "list of 4 tuples of 1 item, as rows"
+    assert rows[10][4] == "-> 4 (table #0)"
+    assert (rows[4][4], rows[14][4]) == ("-> 7 (table #1)", "-> 40 (table #2)")
+    # The row lines: indented one level below their list, with an empty bytes column.
+    row_lines = [line for line in run.lines() if " row " in line]
+    starts = [(7, 0, 2), (20, 1, 2), (25, 2, 2), (30, 3, 2)]
+    starts += [(40, 0, 1), (43, 1, 1), (46, 2, 1), (48, 3, 1)]
+    assert [line.split() for line in row_lines] == [
+        [str(offset), "row", str(i), "tuple", "of", str(k), "item" + ("s" if k > 1 else "")]
+        for offset, i, k in starts
+    ]
+    assert row_lines[0] == f"{7:>6}  {'':26}    row 0  tuple of 2 items"
+    assert run.lines()[-1] == f"end: {len(data)} bytes, 16 values"
+
+
+def test_inspect_tuple_list_rows_restart_after_a_nested_one(cli, tmp_path):
+    # A TUPLE_LIST of 2 rows whose first item is itself a TUPLE_LIST of 1 row: after the inner
+    # one, the outer rows are counted on.
+    body = bytes.fromhex("7c 02 02 7c 01 01 05 06 07 08")
+    data = H + body
+    assert amber.loads(data) == [([(5,)], 6), (7, 8)]
+    run = cli("inspect", "--no-hex", write(tmp_path, data))
+    assert run.status == 0, run.err
+    assert run.lines()[1:-1] == [
+        "     3  TUPLE_LIST  list of 2 tuples of 2 items, as rows",
+        "     6    row 0  tuple of 2 items",
+        "     6      TUPLE_LIST  list of 1 tuple of 1 item, as rows",
+        "     9        row 0  tuple of 1 item",
+        "     9          SMALL_INT  5",
+        "    10      SMALL_INT  6",
+        "    11    row 1  tuple of 2 items",
+        "    11      SMALL_INT  7",
+        "    12      SMALL_INT  8",
+    ]
+
+
+def test_stats_of_tuple_lists(cli, tmp_path):
+    # 4 rows of (float, str): one list value, no tuple values, eight items; two levels.
+    value = [((i + 0.1) / 3, f"s{i}") for i in range(4)]  # no float is FLOAT32-exact
+    data = amber.dumps(value)
+    assert data[3:6] == bytes.fromhex("7c 04 02")
+    run = cli("stats", "--json", write(tmp_path, data))
+    assert run.status == 0, run.err
+    stats = json.loads(run.text)
+    assert stats["values"] == 9
+    assert stats["max_depth"] == 2
+    body = len(data) - 3
+    assert stats["types"] == {
+        "list": {"count": 1, "bytes": 3, "total_bytes": body},
+        "float": {"count": 4, "bytes": 4 * 9, "total_bytes": 4 * 9},
+        "str": {"count": 4, "bytes": 4 * 3, "total_bytes": 4 * 3},
+    }
+    # Inside a list: three levels.
+    run = cli("stats", "--json", write(tmp_path, amber.dumps([value])))
+    assert json.loads(run.text)["max_depth"] == 3
+    # A TUPLE_LIST of no rows has no items to be deeper, and still opens two levels.
+    run = cli("stats", "--json", write(tmp_path, H + bytes.fromhex("59 7c 00 01")))
+    assert json.loads(run.text)["max_depth"] == 3
+
+
 def test_inspect_max_lines_and_no_hex(cli, tmp_path):
     # [0, 1, ..., 9] as a LIST: eleven values, two shown.
     path = write(tmp_path, H + bytes([0x71, 10, *range(10)]))

@@ -38,11 +38,13 @@ _Types = Iterable[type | tuple[str, type]] | Mapping[str, type] | None
 # (module, qualname, kind name, field names) of an OBJECT shape.
 _Shape = tuple[str, str, str, tuple[str, ...]]
 # What a traced value is: ("scalar",), ("unknown",), ("supersede",), ("data", length),
-# ("container", items), ("packed", items), ("ext", code name, blob length or None),
-# ("object", shape number, defines the shape, shape), ("ref", target offset, table index).
+# ("container", items), ("packed", items), ("tuple_list", rows, arity),
+# ("ext", code name, blob length or None), ("object", shape number, defines the shape, shape),
+# ("ref", target offset, table index).
 _TraceInfo = (
     tuple[Literal["scalar", "unknown", "supersede"]]
     | tuple[Literal["data", "container", "packed"], int]
+    | tuple[Literal["tuple_list"], int, int]
     | tuple[Literal["ext"], str, int | None]
     | tuple[Literal["object"], int, bool, _Shape]
     | tuple[Literal["ref"], int, int]

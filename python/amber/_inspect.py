@@ -49,6 +49,7 @@ TYPE_OF_TAG = {
     "LIST": "list",
     "PACKED_INT_LIST": "list",
     "PACKED_FLOAT_LIST": "list",
+    "TUPLE_LIST": "list",
     "SHORT_TUPLE": "tuple",
     "TUPLE": "tuple",
     "SHORT_DICT": "dict",
@@ -60,7 +61,7 @@ TYPE_OF_TAG = {
     "REF": "ref",
     "SUPERSEDE": "supersede",
 }
-# The kinds of value that open a nesting level, besides EXT composites.
+# The kinds of value that open a nesting level, besides EXT composites and TUPLE_LISTs (two).
 _OPENS_LEVEL = frozenset({"container", "packed", "object", "supersede"})
 HEADER_LEN = 3
 HEX_BYTES = 8  # head bytes shown per line
@@ -179,6 +180,10 @@ def _items_text(items: list[Any]) -> str:
     return shown + (", ..." if len(items) > ITEMS_SHOWN else "")
 
 
+def _count(n: int, unit: str) -> str:
+    return f"{n} {unit}{'' if n == 1 else 's'}"
+
+
 def summary(event: Event, base: int = 0) -> str:
     """What the value is, in a few words (offsets moved by ``base``)."""
     kind = event.info[0]
@@ -206,6 +211,9 @@ def summary(event: Event, base: int = 0) -> str:
         text = f"list of {count} {unit}{'' if count == 1 else 's'}, packed"
         if complete and count:
             text += ": " + _items_text(event.value)
+    elif kind == "tuple_list":
+        rows, arity = event.info[1], event.info[2]
+        text = f"list of {_count(rows, 'tuple')} of {_count(arity, 'item')}, as rows"
     elif kind == "ext":
         code, blob = event.info[1], event.info[2]
         text = code if blob is None else f"{code}, {blob} bytes"
@@ -256,7 +264,20 @@ def inspect_lines(
         flags = data[2] & 0xF0
         text = f"version {version}" + (f", flags 0x{flags:02x}" if flags else "")
         yield line(0, data[:HEADER_LEN], 0, "HEADER", text)
+    # [depth, arity, items met] of each TUPLE_LIST whose rows are being listed, innermost last.
+    # Its rows have no tags, so no events: a line marks where each begins, at its first item.
+    tuple_lists: list[list[int]] = []
     for event in result.events:
+        while tuple_lists and tuple_lists[-1][0] >= event.depth:
+            tuple_lists.pop()
+        if tuple_lists and event.depth == tuple_lists[-1][0] + 2:
+            depth, arity, met = tuple_lists[-1]
+            if met % arity == 0:
+                row = f"row {met // arity}"
+                yield line(event.offset, b"", depth + 1, row, f"tuple of {_count(arity, 'item')}")
+            tuple_lists[-1][2] += 1
+        if event.info[0] == "tuple_list" and event.info[1]:
+            tuple_lists.append([event.depth, event.info[2], 0])
         head_end = event.head_end
         if head_end is None:
             # The value stopped short: show its bytes up to where the decoder stopped.
@@ -350,8 +371,8 @@ def stats(size: int, events: list[Event]) -> Stats:
         row[0] += 1
         row[1] += own_bytes
         row[2] += total
-        # The levels open around a value, and one more if it opens one (section 8.1).
-        levels = depth + (kind in _OPENS_LEVEL or (kind == "ext" and info[2] is None))
+        # The levels open around a value, and those it opens (section 8.1).
+        levels = depth + _levels_opened(info)
         if levels > result.max_depth:
             result.max_depth = levels
         if tracked is not None:
@@ -375,6 +396,15 @@ def stats(size: int, events: list[Event]) -> Stats:
     result.ext = {code: Count(*row) for code, row in codes.items()}
     result.objects = {name: Count(*row) for name, row in classes.items()}
     return result
+
+
+def _levels_opened(info: tuple[Any, ...]) -> int:
+    """How many nesting levels a value opens: one for a container, packed list, object,
+    SUPERSEDE or EXT composite, two for a TUPLE_LIST (the list's and its rows')."""
+    kind = info[0]
+    if kind == "tuple_list":
+        return 2
+    return int(kind in _OPENS_LEVEL or (kind == "ext" and info[2] is None))
 
 
 def _add(table: dict[str, list[int]], key: str, own_bytes: int, total: int) -> None:

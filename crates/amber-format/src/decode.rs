@@ -89,6 +89,19 @@ pub trait Builder {
         self.list_set(list, index, item);
         Ok(())
     }
+    /// The list of a TUPLE_LIST of `rows` rows, which arrive through [`Builder::list_set`],
+    /// each made by [`Builder::row`]. An ordinary list by default.
+    #[inline(always)]
+    fn tuple_list(&mut self, rows: usize) -> Result<Self::Obj, BuildError> {
+        self.list(rows)
+    }
+    /// One row of a TUPLE_LIST: a tuple that will receive `arity` items through
+    /// [`Builder::tuple_set`]. The row has no tag and no identity on the wire; by default it
+    /// is made as a TUPLE's.
+    #[inline(always)]
+    fn row(&mut self, arity: usize) -> Result<Self::Obj, BuildError> {
+        self.tuple(arity)
+    }
     /// A tuple that will receive `len` items through [`Builder::tuple_set`].
     fn tuple(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
     /// Puts item `index` (given in order) into a tuple.
@@ -178,6 +191,11 @@ pub trait Builder {
     /// absolute offset `head_end`; its items follow without tags (no values of their own).
     #[inline(always)]
     fn trace_packed(&mut self, _head_end: usize, _len: usize) {}
+    /// The innermost started value is a TUPLE_LIST of `rows` rows of `arity` items, whose
+    /// tag, count and arity end at absolute offset `head_end`. The rows have no tags: the
+    /// items that follow are its values, two levels deeper.
+    #[inline(always)]
+    fn trace_tuple_list(&mut self, _head_end: usize, _rows: usize, _arity: usize) {}
     /// The innermost started value is an EXT value with this code.
     #[inline(always)]
     fn trace_ext(&mut self, _code: ExtCode) {}
@@ -767,6 +785,8 @@ impl<'a, B: Builder> Decoder<'a, B> {
             // Out of line: a packed list is one call for many items, while the arms here are
             // on the path of every value. It records itself when tracked.
             0x78 | 0x79 => return self.packed_list(code, at, slot),
+            // Out of line for the same reason; it records itself too.
+            0x7C => return self.nested(|d| d.tuple_list(at, slot)),
             _ => {
                 return Err(DecodeError::new(
                     ErrorKind::UnknownTag,
@@ -938,6 +958,61 @@ impl<'a, B: Builder> Decoder<'a, B> {
             }
             Ok(())
         })
+    }
+
+    /// A TUPLE_LIST after its tag (spec 5.11.1): two nesting levels, the list's and its
+    /// rows', both at the tag; the count and the arity; then the list and all its tuples
+    /// are charged, before the rows' items are read into tuples made without a tag.
+    #[inline(never)]
+    fn tuple_list(&mut self, at: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.enter(at)?;
+        let rows = self.varint()?;
+        let arity = self.varint()?;
+        if arity == 0 {
+            return Err(DecodeError::new(
+                ErrorKind::LengthTooLarge,
+                at,
+                format!("tuple list declares {rows} rows of 0 items; the arity must be at least 1"),
+            ));
+        }
+        // Each row's items take at least `arity` bytes, so `arity` is bounded by the input
+        // whenever there is a row.
+        let left = self.remaining() as u64;
+        if rows > left / arity {
+            return Err(DecodeError::new(
+                ErrorKind::LengthTooLarge,
+                at,
+                format!(
+                    "tuple list declares {rows} rows of {arity} items but only {left} bytes are left"
+                ),
+            ));
+        }
+        let rows = rows as usize;
+        self.charge(cost::tuple_list(rows as u64, arity), at)?;
+        let arity = usize::try_from(arity).unwrap_or(usize::MAX);
+        if B::TRACES {
+            self.builder.trace_tuple_list(self.pos, rows, arity);
+        }
+        let list = self
+            .builder
+            .tuple_list(rows)
+            .map_err(|e| host_error(e, at, "list"))?;
+        self.record_early(slot, &list);
+        for i in 0..rows {
+            let row = self
+                .builder
+                .row(arity)
+                .map_err(|e| host_error(e, self.pos, "tuple"))?;
+            for j in 0..arity {
+                let item = self.value()?;
+                self.builder.tuple_set(&row, j, item);
+            }
+            self.builder.list_set(&list, i, row);
+        }
+        self.leave();
+        self.leave();
+        Ok(list)
     }
 
     fn tuple(&mut self, at: usize, n: usize) -> Result<B::Obj, DecodeError> {

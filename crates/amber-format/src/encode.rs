@@ -326,6 +326,13 @@ impl<S: Sink> Writer<S> {
         &mut self.buf
     }
 
+    /// The start of a TUPLE_LIST of `rows` tuples of `arity` (at least 1) items each; the
+    /// rows' items then follow as ordinary values, row after row, without a tag per row.
+    pub fn tuple_list_header(&mut self, rows: usize, arity: usize) {
+        self.buf.put_tag_varint(Tag::TupleList.code(), rows as u64);
+        self.buf.put_varint(arity as u64);
+    }
+
     /// The start of a tuple of `n` values.
     #[inline]
     pub fn tuple_header(&mut self, n: usize) {

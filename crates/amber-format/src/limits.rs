@@ -84,6 +84,16 @@ pub mod cost {
     pub const fn tuple(n: u64) -> u64 {
         56 + 8 * n
     }
+    /// A list of `rows` tuples of `arity` items each, from a TUPLE_LIST: the list and all its
+    /// tuples, charged together at the tag before any row is read (their items are charged
+    /// as they are read, as in the LIST of those tuples). Without rows the arity is not
+    /// bounded by the input, and no tuple is made.
+    pub const fn tuple_list(rows: u64, arity: u64) -> u64 {
+        if rows == 0 {
+            return list(0);
+        }
+        list(rows).saturating_add(rows.saturating_mul(tuple(arity)))
+    }
     /// A dict of `n` pairs (hash table sized for growth).
     pub const fn dict(n: u64) -> u64 {
         240 + 48 * n

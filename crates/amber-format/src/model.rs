@@ -700,6 +700,7 @@ impl GraphEncoder<'_, '_> {
                 self.packed(items);
                 self.depth -= 1;
             }
+            Node::List(items) if self.row_arity(items).is_some() => self.rows(items)?,
             Node::List(items) | Node::Tuple(items) | Node::Set(items) | Node::FrozenSet(items) => {
                 self.enter()?;
                 match node {
@@ -778,9 +779,7 @@ impl GraphEncoder<'_, '_> {
             return None;
         }
         let nodes = &self.graph.nodes;
-        // Without refs nothing is memoized, so nothing can be written as a REF.
-        let unshared =
-            |id: NodeId| self.tracker.is_none() || self.holders.get(id).copied() == Some(1);
+        let unshared = |id: NodeId| self.unshared(id);
         match nodes.get(*items.first()?)? {
             Node::Int(_) => items
                 .iter()
@@ -803,6 +802,53 @@ impl GraphEncoder<'_, '_> {
             }
             _ => None,
         }
+    }
+
+    /// Whether the memo can never write `id` as a REF (spec 5.10.1, rule 3): refs are off
+    /// (nothing is memoized), or one place of the graph holds it, so it is met once.
+    fn unshared(&self, id: NodeId) -> bool {
+        self.tracker.is_none() || self.holders.get(id).copied() == Some(1)
+    }
+
+    /// The arity of a list written as TUPLE_LIST (spec 5.11.1): at least
+    /// [`tag::TUPLE_LIST_MIN`] items, all tuples of one length of at least 1, none of them
+    /// shared. (A packed list's items are numbers, so the two rules never both apply.)
+    fn row_arity(&self, items: &[NodeId]) -> Option<usize> {
+        if items.len() < tag::TUPLE_LIST_MIN {
+            return None;
+        }
+        let nodes = &self.graph.nodes;
+        let arity = match nodes.get(*items.first()?)? {
+            Node::Tuple(first) if !first.is_empty() => first.len(),
+            _ => return None,
+        };
+        items
+            .iter()
+            .all(|&id| {
+                matches!(nodes.get(id), Some(Node::Tuple(row)) if row.len() == arity)
+                    && self.unshared(id)
+            })
+            .then_some(arity)
+    }
+
+    /// Writes a list that [`GraphEncoder::row_arity`] accepted: its level and its rows'
+    /// level, the header, then each row's items as ordinary values. The rows themselves
+    /// never enter the memo: each is met once, here.
+    fn rows(&mut self, items: &[NodeId]) -> Result<(), Pass> {
+        let graph = self.graph;
+        let Some(arity) = self.row_arity(items) else {
+            return Ok(());
+        };
+        self.enter()?;
+        self.enter()?;
+        self.writer.tuple_list_header(items.len(), arity);
+        for &row in items {
+            if let Ok(Node::Tuple(values)) = graph.node(row) {
+                self.children(values)?;
+            }
+        }
+        self.depth -= 2;
+        Ok(())
     }
 
     /// Writes a list that [`GraphEncoder::packing`] accepted (and writes nothing otherwise).
@@ -961,6 +1007,47 @@ mod tests {
             .unwrap();
         // Without refs nothing is shared.
         assert_eq!(g.encode(false).unwrap()[4], Tag::PackedFloatList.code());
+    }
+
+    #[test]
+    fn lists_of_tuples_held_once_are_written_as_rows() {
+        let mut g = Graph::default();
+        let word = g.add(Node::Str("shared".into()));
+        let rows: Vec<NodeId> = (0..4)
+            .map(|i| {
+                let n = g.add(Node::Int(i));
+                g.add(Node::Tuple(vec![word, n]))
+            })
+            .collect();
+        let list = g.add(Node::List(rows.clone()));
+        g.root = list;
+        let bytes = g.encode(true).unwrap();
+        assert_eq!(bytes[3..6], [Tag::TupleList.code(), 4, 2]);
+        // The rows' items go through the memo: the str is tracked, then referred to.
+        assert_eq!(bytes[6], (Tag::ShortStr.code() + 6) | crate::tag::TRACKED);
+        assert_eq!(bytes[14..17], [Tag::Ref.code(), 3, 1]);
+        g.same_as(&Graph::decode(&bytes, &Limits::default()).unwrap())
+            .unwrap();
+        // A row held twice in the graph keeps the list a LIST of tuples.
+        g.root = g.add(Node::List(vec![list, rows[2]]));
+        let plain = g.encode(true).unwrap();
+        assert_eq!(plain[4], Tag::List.code());
+        g.same_as(&Graph::decode(&plain, &Limits::default()).unwrap())
+            .unwrap();
+        // Without refs nothing is shared.
+        assert_eq!(g.encode(false).unwrap()[4], Tag::TupleList.code());
+        // Three rows, rows of two lengths, and empty rows stay a LIST.
+        let empty = g.add(Node::Tuple(Vec::new()));
+        let short = g.add(Node::Tuple(vec![word]));
+        for items in [
+            rows[..3].to_vec(),
+            vec![rows[0], rows[1], short, rows[3]],
+            vec![empty, empty, empty, empty],
+        ] {
+            g.root = g.add(Node::List(items));
+            let tag = g.encode(true).unwrap()[3];
+            assert!(tag == Tag::List.code() || tag == Tag::ShortList.code() + 3);
+        }
     }
 
     #[test]

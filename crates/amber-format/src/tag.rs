@@ -61,6 +61,9 @@ pub enum Tag {
     PackedIntList = 0x78,
     /// varint count, then that many IEEE-754 binary64 little-endian values: a list of floats.
     PackedFloatList = 0x79,
+    /// varint row count, varint arity (at least 1), then the rows' items one row after the
+    /// other: a list of same-length tuples whose rows have no tags of their own.
+    TupleList = 0x7C,
     /// `0x80-0x8F`: the int `tag - 0x90` (-16..=-1).
     SmallNeg = 0x80,
     /// `None`.
@@ -77,7 +80,7 @@ pub enum Tag {
 
 impl Tag {
     /// Every row of the table, in code order.
-    pub const ALL: [Tag; 29] = [
+    pub const ALL: [Tag; 30] = [
         Tag::SmallInt,
         Tag::ShortStr,
         Tag::ShortList,
@@ -101,6 +104,7 @@ impl Tag {
         Tag::Object,
         Tag::PackedIntList,
         Tag::PackedFloatList,
+        Tag::TupleList,
         Tag::SmallNeg,
         Tag::None,
         Tag::False,
@@ -153,6 +157,7 @@ impl Tag {
             Tag::Object => "OBJECT",
             Tag::PackedIntList => "PACKED_INT_LIST",
             Tag::PackedFloatList => "PACKED_FLOAT_LIST",
+            Tag::TupleList => "TUPLE_LIST",
             Tag::SmallNeg => "SMALL_NEG",
             Tag::None => "NONE",
             Tag::False => "FALSE",
@@ -188,6 +193,10 @@ pub const SHORT_SEQ_MAX: usize = 3;
 /// Fewest items a list needs before the reference encoder writes it packed: shorter lists
 /// take `SHORT_LIST`, which has no count byte, so packing them would never save a byte.
 pub const PACKED_MIN: usize = SHORT_SEQ_MAX + 1;
+/// Fewest tuples a list needs before the reference encoder writes it as `TUPLE_LIST`: the
+/// threshold of packed lists. Shorter lists take `SHORT_LIST`, whose count is in its tag, so
+/// rows would save at most a byte or two there.
+pub const TUPLE_LIST_MIN: usize = PACKED_MIN;
 /// Largest pair count carried in a `SHORT_DICT` tag.
 pub const SHORT_DICT_MAX: usize = 7;
 /// Smallest int written as `SMALL_NEG`.
@@ -231,6 +240,11 @@ mod tests {
         assert_eq!(Tag::of_byte(0x79), Some(Tag::PackedFloatList));
         assert_eq!(Tag::of_byte(0x7A), None);
         assert_eq!(Tag::of_byte(0x7A | TRACKED), None);
+        assert_eq!(Tag::of_byte(0x7B), None);
+        assert_eq!(Tag::of_byte(0x7C), Some(Tag::TupleList));
+        assert_eq!(Tag::of_byte(0x7C | TRACKED), Some(Tag::TupleList));
+        assert_eq!(Tag::of_byte(0x7D), None);
+        assert_eq!(Tag::of_byte(0x7F | TRACKED), None);
         assert_eq!(Tag::of_byte(0x85), Some(Tag::SmallNeg));
     }
 }

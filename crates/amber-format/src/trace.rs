@@ -36,6 +36,15 @@ pub enum Info {
         /// Declared number of items.
         len: usize,
     },
+    /// A TUPLE_LIST of `rows` tuples of `arity` items. Its rows have no tags, so they are not
+    /// values of their own: the events after it are the rows' items, row by row, two levels
+    /// deeper (the list's level and the rows').
+    TupleList {
+        /// Declared number of rows.
+        rows: usize,
+        /// Declared number of items in each row.
+        arity: usize,
+    },
     /// An EXT value; `blob` is the blob's length for a blob layout, `None` for a composite.
     Ext {
         /// The EXT code.
@@ -181,6 +190,17 @@ impl<B: Builder> Tracer<B> {
             event.info = info;
         }
     }
+
+    /// [`Tracer::annotate`] for a value whose head (ending at body offset `head_end`) is not
+    /// followed by a child that would mark its end: a packed list's items have no tags, and a
+    /// TUPLE_LIST may have no rows.
+    fn annotate_head(&mut self, info: Info, head_end: usize) {
+        let head_end = head_end + self.base;
+        if let Some(event) = self.current() {
+            event.info = info;
+            event.head_end = Some(head_end);
+        }
+    }
 }
 
 /// Traces `data` with the host-neutral builder of [`crate::model`] and its key rules,
@@ -260,11 +280,11 @@ impl<B: Builder> Builder for Tracer<B> {
     }
 
     fn trace_packed(&mut self, head_end: usize, len: usize) {
-        let head_end = head_end + self.base;
-        if let Some(event) = self.current() {
-            event.info = Info::Packed { len };
-            event.head_end = Some(head_end);
-        }
+        self.annotate_head(Info::Packed { len }, head_end);
+    }
+
+    fn trace_tuple_list(&mut self, head_end: usize, rows: usize, arity: usize) {
+        self.annotate_head(Info::TupleList { rows, arity }, head_end);
     }
 
     fn trace_ext(&mut self, code: ExtCode) {
@@ -325,6 +345,12 @@ impl<B: Builder> Builder for Tracer<B> {
     }
     fn packed_float(&mut self, list: &B::Obj, index: usize, v: f64) -> Result<(), BuildError> {
         self.inner.packed_float(list, index, v)
+    }
+    fn tuple_list(&mut self, rows: usize) -> Result<B::Obj, BuildError> {
+        self.inner.tuple_list(rows)
+    }
+    fn row(&mut self, arity: usize) -> Result<B::Obj, BuildError> {
+        self.inner.row(arity)
     }
     fn tuple(&mut self, len: usize) -> Result<B::Obj, BuildError> {
         self.annotate(Info::Container { len });
@@ -659,6 +685,37 @@ mod tests {
         assert_eq!(trace.events[1].info, Info::Packed { len: 3 });
         assert_eq!(
             (trace.events[1].head_end, trace.events[1].end),
+            (Some(6), None)
+        );
+    }
+
+    #[test]
+    fn a_tuple_list_has_no_row_events_and_its_items_are_two_levels_deeper() {
+        // [(1, "a"), (2, [])] as a TUPLE_LIST of 2 rows of 2, whose last item is a tracked
+        // TUPLE_LIST of no rows of arity 5.
+        let body = [0x7C, 0x02, 0x02, 0x01, 0x41, b'a', 0x02, 0xFC, 0x00, 0x05];
+        let data = payload(&body);
+        let trace = trace_graph(&data, &Limits::default(), 100);
+        assert!(trace.result.is_ok());
+        let rows_of = |rows, arity| Info::TupleList { rows, arity };
+        assert_eq!(
+            rows(&trace),
+            vec![
+                (3, Some(13), 0, 0x7C, Some(6), None, rows_of(2, 2)),
+                (6, Some(7), 2, 0x01, Some(7), None, Info::Scalar),
+                (7, Some(9), 2, 0x41, Some(8), None, Info::Data { len: 1 }),
+                (9, Some(10), 2, 0x02, Some(10), None, Info::Scalar),
+                (10, Some(13), 2, 0xFC, Some(13), Some(0), rows_of(0, 5)),
+            ]
+        );
+        assert_eq!(trace.values, 5);
+        // Cut inside the second row: the list's head is known, its end is not.
+        let trace = trace_graph(&data[..10], &Limits::default(), 100);
+        let err = trace.result.as_ref().expect_err("truncated");
+        assert_eq!((err.kind, err.offset), (ErrorKind::Truncated, 10));
+        assert_eq!(trace.events[0].info, rows_of(2, 2));
+        assert_eq!(
+            (trace.events[0].head_end, trace.events[0].end),
             (Some(6), None)
         );
     }

@@ -335,9 +335,10 @@ fn vector_limits(v: &Value) -> Limits {
 }
 
 /// Checks that the events from `index` on describe one complete value whose tag is at
-/// `start`, `depth` levels deep: its children, one level deeper, follow its head without
-/// gaps and end where it ends (a str, bytes or blob ends with its data instead). Returns the
-/// index of the event after the value's last descendant.
+/// `start`, `depth` levels deep: its children, one level deeper (two for the items of a
+/// TUPLE_LIST, whose rows have no events, and then exactly rows times arity of them), follow
+/// its head without gaps and end where it ends (a str, bytes or blob ends with its data
+/// instead). Returns the index of the event after the value's last descendant.
 fn check_tiling(
     events: &[Event<NodeId>],
     index: usize,
@@ -368,15 +369,26 @@ fn check_tiling(
     ) {
         return Ok(next);
     }
+    let (child_depth, expected) = match e.info {
+        Info::TupleList { rows, arity } => (depth + 2, Some(rows * arity)),
+        _ => (depth + 1, None),
+    };
     let mut at = head_end;
+    let mut children = 0;
     while at < end {
         let child = next;
-        next = check_tiling(events, child, at, depth + 1)?;
+        next = check_tiling(events, child, at, child_depth)?;
         at = events[child].end.unwrap_or(end);
+        children += 1;
     }
     if at != end {
         return Err(format!(
             "the value at {start} ends at {end}, its children at {at}"
+        ));
+    }
+    if expected.is_some_and(|n| n != children) {
+        return Err(format!(
+            "the tuple list at {start} has {children} items, not {expected:?}"
         ));
     }
     Ok(next)

@@ -456,6 +456,9 @@ fn trace_event<'py>(
         Info::Data { len } => (kind("data"), len).into_pyobject(py)?.into_any(),
         Info::Container { len } => (kind("container"), len).into_pyobject(py)?.into_any(),
         Info::Packed { len } => (kind("packed"), len).into_pyobject(py)?.into_any(),
+        Info::TupleList { rows, arity } => (kind("tuple_list"), rows, arity)
+            .into_pyobject(py)?
+            .into_any(),
         Info::Ext { code, blob } => (kind("ext"), kind(code.spec_name()), blob)
             .into_pyobject(py)?
             .into_any(),

@@ -4,6 +4,7 @@ use amber_format::{ImmutableStart, ImmutableToken};
 use pyo3_ffi as ffi;
 
 use super::error::key_label;
+use super::packed::Compact;
 use super::{hold, shared, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::dict_layout;
 use crate::object::PyObj;
@@ -16,12 +17,36 @@ impl PyEncoder<'_> {
         }
         let _held = hold(obj);
         self.enter()?;
-        // Items held by this list alone are met only here: a list of such numbers loses no
-        // sharing when packed.
-        if self.packed(obj, 1) {
+        // Items held by this list alone are met only here: a list of such numbers or tuples
+        // loses no sharing when packed or written as rows.
+        match self.compact_list(obj, 1) {
+            Compact::Written => {
+                self.leave();
+                return Ok(());
+            }
+            // Out of line, and not joining the loop below: the rows' path keeps its values
+            // out of the registers of the loop that every other list runs.
+            Compact::Rows(n) => return self.rows_or_items(obj, n),
+            Compact::Plain => {}
+        }
+        self.list_items(obj)
+    }
+
+    /// A list of `n` items whose first is an exact tuple: rows if they qualify, else the
+    /// ordinary items.
+    #[inline(never)]
+    fn rows_or_items(&mut self, obj: *mut ffi::PyObject, n: usize) -> Result<(), EncodeFail> {
+        if self.rows(obj, n, 1, obj)? {
             self.leave();
             return Ok(());
         }
+        self.list_items(obj)
+    }
+
+    /// The header and items of the exact list `obj`, whose nesting level is entered, and
+    /// then leaves that level.
+    #[inline(always)]
+    fn list_items(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact list.
         let n = unsafe { ffi::PyList_GET_SIZE(obj) };
         self.writer.list_header(n as usize);
@@ -32,7 +57,8 @@ impl PyEncoder<'_> {
             // `shared`) and send it through the memo. An item that runs code holds itself
             // while it does (class encoders take a reference once the memo has seen them),
             // and memoized objects are kept alive by the encoder.
-            // SAFETY: obj is a live list (held above) and i is below its current length.
+            // SAFETY: obj is a live list (held by the caller) and i is below its current
+            // length.
             let item = unsafe {
                 if i >= ffi::PyList_GET_SIZE(obj) {
                     return Err(changed_size("list", obj));
@@ -204,7 +230,7 @@ impl PyEncoder<'_> {
     /// Whether an immutable value that is `trackable` by kind may be written as a `REF`
     /// (never in canonical mode, see [`PyEncoder::begin_value`]).
     #[inline(always)]
-    fn value_trackable(&self, trackable: bool) -> bool {
+    pub(super) fn value_trackable(&self, trackable: bool) -> bool {
         trackable && !self.options.canonical
     }
 
@@ -272,7 +298,7 @@ impl PyEncoder<'_> {
 /// The error for a container that class code changed while it was being written: the
 /// count already in the output would no longer match.
 #[cold]
-fn changed_size(what: &str, _container: *mut ffi::PyObject) -> EncodeFail {
+pub(super) fn changed_size(what: &str, _container: *mut ffi::PyObject) -> EncodeFail {
     EncodeFail::new(FailKind::Refused(format!(
         "the {what} changed size while it was being encoded (by code in a class it contains)"
     )))

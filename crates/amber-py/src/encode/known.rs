@@ -14,6 +14,7 @@ use amber_format::ExtCode;
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
 
+use super::packed::Compact;
 use super::{EncodeFail, FailKind, PyEncoder, Segment};
 use crate::object::{Cached, PyObj};
 
@@ -792,7 +793,12 @@ impl PyEncoder<'_> {
         self.enter()?;
         // The copy and the deque hold each item once: two references for an item met here
         // alone.
-        if self.packed(items.as_ptr(), 2) {
+        let written = match self.compact_list(items.as_ptr(), 2) {
+            Compact::Written => true,
+            Compact::Rows(n) => self.rows(items.as_ptr(), n, 2, obj)?,
+            Compact::Plain => false,
+        };
+        if written {
             self.leave();
             self.leave();
             return Ok(());

@@ -9,6 +9,7 @@ mod known;
 mod numpy;
 mod oob;
 mod packed;
+mod rows;
 mod scalars;
 mod sink;
 

@@ -1,4 +1,5 @@
-//! Lists of plain numbers as PACKED_INT_LIST and PACKED_FLOAT_LIST (spec 5.10.1).
+//! Lists of plain numbers as PACKED_INT_LIST and PACKED_FLOAT_LIST (spec 5.10.1), and the
+//! choice of a list's compact form.
 //!
 //! A list is written optimistically: tag, count, then each item while it is checked. The
 //! first item that does not qualify (another type, a shared object, one FLOAT32 item too
@@ -8,7 +9,7 @@
 
 use std::os::raw::c_int;
 
-use amber_format::tag::PACKED_MIN;
+use amber_format::tag::{PACKED_MIN, TUPLE_LIST_MIN};
 use amber_format::varint::{zigzag, MAX_VARINT_LEN};
 use amber_format::{Tag, Writer};
 use pyo3_ffi as ffi;
@@ -16,30 +17,70 @@ use pyo3_ffi as ffi;
 use super::sink::Run;
 use super::PyEncoder;
 
+// One length check serves both compact forms.
+const _: () = assert!(PACKED_MIN == TUPLE_LIST_MIN);
+
+/// What [`PyEncoder::compact_list`] found.
+pub(super) enum Compact {
+    /// Nothing is written: the list takes the ordinary form.
+    Plain,
+    /// The list is written, packed.
+    Written,
+    /// Nothing is written: the list has this many items (at least [`TUPLE_LIST_MIN`]) and
+    /// the first is an exact tuple, so it may be written as rows ([`PyEncoder::rows`]).
+    Rows(usize),
+}
+
 impl PyEncoder<'_> {
-    /// Writes the exact list `list` packed if its items qualify and says whether it did;
-    /// otherwise nothing is written. `holds` is how many references the containers that the
-    /// encoder knows of have on each item: 1 for a list of the graph, 2 for the copy of a
-    /// deque's items (the deque holds them too). An item with more references than that is
-    /// held somewhere else as well, so it may be met again and has to go through the memo.
+    /// Writes the exact list `list` packed if its items qualify for it, or finds that they
+    /// may qualify to be written as rows (spec 5.11.1, `rows.rs`), which is for the caller to
+    /// try: see [`Compact`]. `holds` is how many references the containers that the encoder
+    /// knows of have on each item: 1 for a list of the graph, 2 for the copy of a deque's
+    /// items (the deque holds them too). An item with more references than that is held
+    /// somewhere else as well, so it may be met again and has to go through the memo.
     ///
     /// Inlined into every list's path: most lists are turned away by their length or by the
     /// type of their first item before anything else is done.
     #[inline(always)]
-    pub(super) fn packed(&mut self, list: *mut ffi::PyObject, holds: ffi::Py_ssize_t) -> bool {
+    pub(super) fn compact_list(
+        &mut self,
+        list: *mut ffi::PyObject,
+        holds: ffi::Py_ssize_t,
+    ) -> Compact {
         // SAFETY: list is a live exact list.
         let n = unsafe { ffi::PyList_GET_SIZE(list) } as usize;
         if n < PACKED_MIN {
-            return false;
+            return Compact::Plain;
         }
         // SAFETY: an exact list of n > 0 items has an item array of n live objects.
         let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
         // SAFETY: as above; the first item is live.
         let ty = unsafe { ffi::Py_TYPE(*items) };
-        (ty == self.types.int || ty == self.types.float) && self.packed_numbers(items, n, holds)
+        if ty == self.types.int || ty == self.types.float {
+            if self.packed_numbers(items, n, holds) {
+                return Compact::Written;
+            }
+        } else if ty == self.types.tuple {
+            return Compact::Rows(n);
+        }
+        Compact::Plain
     }
 
-    /// [`PyEncoder::packed`] for a list of `n` items, the first of them an exact int or float.
+    /// The most references an item of a list written in a compact form may have, `holds`
+    /// being what the containers the encoder knows of account for (see
+    /// [`PyEncoder::compact_list`]). Only the memo can write an item as a REF: with refs off,
+    /// and in canonical mode (numbers and tuples are written by value), no item is ever
+    /// shared, whatever holds it.
+    #[inline]
+    pub(super) fn unshared_limit(&self, holds: ffi::Py_ssize_t) -> ffi::Py_ssize_t {
+        if self.tracker.is_some() && self.value_trackable(true) {
+            holds
+        } else {
+            ffi::Py_ssize_t::MAX
+        }
+    }
+
+    /// [`PyEncoder::compact_list`] for a list of `n` items, the first of them an exact int or float.
     /// (A list of ints that fails at its first item, such as `[x] * n` with a shared `x`,
     /// costs little more than that: the room it reserves, a byte an item, the ordinary form
     /// needs too.)
@@ -50,10 +91,7 @@ impl PyEncoder<'_> {
         n: usize,
         holds: ffi::Py_ssize_t,
     ) -> bool {
-        // Only the memo can write a number as a REF: with refs off, and in canonical mode
-        // (numbers are written by value), no item is ever shared.
-        let check = self.tracker.is_some() && !self.options.canonical;
-        let limit = if check { holds } else { ffi::Py_ssize_t::MAX };
+        let limit = self.unshared_limit(holds);
         // SAFETY: items holds n >= PACKED_MIN live objects.
         if unsafe { ffi::Py_TYPE(*items) } == self.types.int {
             self.packed_ints(items, n, limit)
