@@ -150,6 +150,40 @@ def test_sharing_of_mutables_is_kept():
     assert out[0] is out[1]
 
 
+def _mutable_held_only_by_a_shared_tuple(make):
+    # Built at run time so that nothing but the tuple holds the mutable object, and nothing
+    # but the outer list (twice) holds the tuple.
+    row = (None, make())
+    return [row, row]
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: bytearray(b"x"), lambda: [1], lambda: {"k": 1}, lambda: {2}]
+)
+def test_mutables_inside_a_tuple_written_twice_stay_shared(make):
+    # A canonical encoder writes the shared tuple in full at both places, so the mutable
+    # object inside it is met twice although only the tuple holds it: the second meeting
+    # must be a REF to the first, as in the reference encoder.
+    value = _mutable_held_only_by_a_shared_tuple(make)
+    data = canonical(value)
+    assert data == ref_dumps(value, canonical=True)
+    out = amber.loads(data)
+    assert out[0] is not out[1]
+    assert out[0][1] is out[1][1]
+    assert out == value
+
+
+def test_mutables_inside_shared_rows_stay_shared():
+    row = (None, bytearray(b"x"))
+    rows = [row, (1, bytearray(b"y")), row, (2, bytearray(b"z"))]
+    del row
+    data = canonical(rows)
+    assert data == ref_dumps(rows, canonical=True)
+    out = amber.loads(data)
+    assert out[0][1] is out[2][1]
+    assert out[1][1] is not out[3][1]
+
+
 def test_cycles_survive(graph_diff):
     a: list[object] = []
     a.append(a)

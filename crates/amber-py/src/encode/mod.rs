@@ -306,7 +306,11 @@ impl PyEncoder<'_> {
         let Some(tracker) = self.tracker.as_mut() else {
             return false;
         };
-        if !tracker.track_everything() && !shared(obj, self.held) {
+        // In canonical mode a tuple that the graph holds twice is written in full each time,
+        // and with it a mutable object that only the tuple holds: a reference count of 1 no
+        // longer means the walk meets it once, so only the memo can find it again.
+        let memo_all = !BY_VALUE && self.options.canonical;
+        if !tracker.track_everything() && !memo_all && !shared(obj, self.held) {
             return false;
         }
         if BY_VALUE && self.options.canonical {
