@@ -14,6 +14,7 @@ into the default --out also rewrites the README's benchmark section.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -32,7 +33,7 @@ from refs import RefsSection
 from report import CONSOLE_VS_PICKLE, Report, Result, machine_info
 from serializers import FACTORIES, SUBJECT, Codec, load_codecs
 from targets import TargetsSection, build_targets, draw_targets_chart
-from timing import Budget, best_seconds_per_call
+from timing import Budget, best_seconds_interleaved
 
 BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_OUT = BENCH_DIR / "results"
@@ -141,10 +142,8 @@ def describe_error(error: BaseException, stage: str) -> str:
     return f"{type(error).__name__}: {stage}: {message}"
 
 
-def measure(
-    value: object, payload: str, codec: Codec, budget: Budget, graph_diff: GraphDiff
-) -> Result:
-    """Round-trip once (for size and exactness), then time encode and decode."""
+def check(value: object, payload: str, codec: Codec, graph_diff: GraphDiff) -> Result:
+    """Round-trip once: size and exactness, or the codec's refusal. Times come later."""
     variant = codec.variant
     try:
         encoded = codec.encode(value)
@@ -157,15 +156,28 @@ def measure(
     diff = graph_diff(value, decoded)
     del decoded
     return Result(
-        payload,
-        codec.name,
-        variant=variant,
-        encode_s=best_seconds_per_call(codec.encode, value, budget),
-        decode_s=best_seconds_per_call(codec.decode, encoded, budget),
-        size=len(encoded),
-        exact=diff is None,
-        diff=diff,
+        payload, codec.name, variant=variant, size=len(encoded), exact=diff is None, diff=diff
     )
+
+
+def measure(
+    value: object,
+    payload: str,
+    codecs: list[Codec],
+    budget: Budget,
+    graph_diff: GraphDiff,
+) -> list[Result]:
+    """Check every codec on one payload, then time the ones that round-trip, taking turns
+    (see `best_seconds_interleaved`): encodes in one series, decodes in the next."""
+    results = [check(value, payload, codec, graph_diff) for codec in codecs]
+    timed = [i for i, result in enumerate(results) if result.error is None]
+    encode_s = best_seconds_interleaved([(codecs[i].encode, value) for i in timed], budget)
+    decode_s = best_seconds_interleaved(
+        [(codecs[i].decode, codecs[i].encode(value)) for i in timed], budget
+    )
+    for i, encode_time, decode_time in zip(timed, encode_s, decode_s, strict=True):
+        results[i] = dataclasses.replace(results[i], encode_s=encode_time, decode_s=decode_time)
+    return results
 
 
 def run_payload(
@@ -179,21 +191,26 @@ def run_payload(
 ) -> None:
     """Every codec on one payload, then amber's refs on/off (the payload built once)."""
     value = payload.build()
+    # In codec order: a prepared codec, or the result of one that refused the payload.
+    slots: list[Codec | Result] = []
     for codec in codecs:
         if not with_table and codec.name != SUBJECT:
             continue  # only amber is needed, for refs
         try:
             # Class payloads: the codec told the classes (amber types=, msgspec typed
             # Decoder, pyfory registration).
-            prepared = codec.for_payload(payload.types, payload.schema)
+            slots.append(codec.for_payload(payload.types, payload.schema))
         except Exception as error:  # e.g. a typed decoder refusing the payload type
-            if with_table:
-                report.add(Result(payload.name, codec.name, error=describe_error(error, "setup")))
-            continue
-        if with_table:
-            report.add(measure(value, payload.name, prepared, budget, graph_diff))
-        if refs is not None and codec.name == SUBJECT:
-            refs.measure(payload.name, value, prepared, budget, graph_diff)
+            slots.append(Result(payload.name, codec.name, error=describe_error(error, "setup")))
+    prepared = [slot for slot in slots if not isinstance(slot, Result)]
+    if with_table:
+        measured = iter(measure(value, payload.name, prepared, budget, graph_diff))
+        for slot in slots:
+            report.add(slot if isinstance(slot, Result) else next(measured))
+    if refs is not None:
+        for codec in prepared:
+            if codec.name == SUBJECT:
+                refs.measure(payload.name, value, codec, budget, graph_diff)
 
 
 def required_failures(report: Report, required: list[str]) -> list[str]:

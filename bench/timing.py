@@ -57,3 +57,38 @@ def best_seconds_per_call(func: Callable[[Any], object], arg: object, budget: Bu
         if was_enabled:
             gc.enable()
     return best
+
+
+def best_seconds_interleaved(
+    calls: list[tuple[Callable[[Any], object], object]], budget: Budget
+) -> list[float]:
+    """Minimum per-call time of each (func, arg), timed in turns: one batch of each per round.
+
+    On a shared machine the speed drifts over seconds. Timing each call in a block of its
+    own lets a slow spell land on one codec and not the next, which skews their ratio;
+    taking turns exposes every call to the same spells. Each call gets the budget it would
+    get alone (batches of about budget/max_repeats, at least min_repeats of them, up to
+    max_repeats while its own time allows).
+    """
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        best = [_time_batch(func, arg, 1) for func, arg in calls]
+        spent = list(best)
+        repeats = [1] * len(calls)
+        batch_target = budget.seconds / budget.max_repeats
+        sizes = [max(1, int(batch_target / max(first, 1e-9))) for first in best]
+        for _ in range(budget.max_repeats - 1):
+            for i, (func, arg) in enumerate(calls):
+                if repeats[i] >= budget.min_repeats and spent[i] >= budget.seconds:
+                    continue
+                elapsed = _time_batch(func, arg, sizes[i])
+                best[i] = min(best[i], elapsed / sizes[i])
+                spent[i] += elapsed
+                repeats[i] += 1
+                sizes[i] = max(sizes[i], int(batch_target / max(best[i], 1e-9)))
+    finally:
+        if was_enabled:
+            gc.enable()
+    return best
