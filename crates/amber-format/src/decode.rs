@@ -692,16 +692,21 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 }
                 self.str(at, n, false)?
             }
+            // Containers open their nesting level at the tag, before the count is read or
+            // checked (spec 8.4); `list` and the others below leave it.
             0x58..=0x5B => {
+                self.enter(at)?;
                 let n = self.check_count(u64::from(code - Tag::ShortList.code()), at, 1, "list")?;
                 self.nested(|d| d.list(at, n, slot))?
             }
             0x5C..=0x5F => {
+                self.enter(at)?;
                 let n =
                     self.check_count(u64::from(code - Tag::ShortTuple.code()), at, 1, "tuple")?;
                 self.nested(|d| d.tuple(at, n))?
             }
             0x60..=0x67 => {
+                self.enter(at)?;
                 let n = self.check_count(u64::from(code - Tag::ShortDict.code()), at, 2, "dict")?;
                 self.nested(|d| d.dict(at, n, slot))?
             }
@@ -765,18 +770,22 @@ impl<'a, B: Builder> Decoder<'a, B> {
                     .map_err(|e| host_error(e, at, "complex"))?
             }
             0x71 => {
+                self.enter(at)?;
                 let n = self.count(at, 1, "list")?;
                 self.nested(|d| d.list(at, n, slot))?
             }
             0x72 => {
+                self.enter(at)?;
                 let n = self.count(at, 1, "tuple")?;
                 self.nested(|d| d.tuple(at, n))?
             }
             0x73 => {
+                self.enter(at)?;
                 let n = self.count(at, 2, "dict")?;
                 self.nested(|d| d.dict(at, n, slot))?
             }
             0x74 | 0x75 => {
+                self.enter(at)?;
                 let n = self.count(at, 1, "set")?;
                 self.nested(|d| d.set(at, n, code == Tag::FrozenSet.code(), slot))?
             }
@@ -849,8 +858,8 @@ impl<'a, B: Builder> Decoder<'a, B> {
             .map_err(|e| host_error(e, at, "int"))
     }
 
+    /// A LIST of `n` items (count read and checked) whose nesting level is entered.
     fn list(&mut self, at: usize, n: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
-        self.enter(at)?;
         self.charge(cost::list(n as u64), at)?;
         let list = self
             .builder
@@ -873,6 +882,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
         at: usize,
         slot: Option<usize>,
     ) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
         if code == Tag::PackedIntList.code() {
             let n = self.count(at, 1, "packed int list")?;
             self.packed_ints(at, n, slot)
@@ -882,8 +892,8 @@ impl<'a, B: Builder> Decoder<'a, B> {
         }
     }
 
-    /// The list of a packed run of `n` items (count read and checked), charged `charge` and
-    /// made and recorded like a LIST's; `fill` then reads the items into it.
+    /// The list of a packed run of `n` items (level entered, count read and checked), charged
+    /// `charge` and made and recorded like a LIST's; `fill` then reads the items into it.
     #[inline(always)]
     fn packed(
         &mut self,
@@ -893,7 +903,6 @@ impl<'a, B: Builder> Decoder<'a, B> {
         slot: Option<usize>,
         fill: impl FnOnce(&mut Self, &B::Obj) -> Result<(), DecodeError>,
     ) -> Result<B::Obj, DecodeError> {
-        self.enter(at)?;
         self.charge(charge, at)?;
         if B::TRACES {
             self.builder.trace_packed(self.pos, n);
@@ -1015,8 +1024,8 @@ impl<'a, B: Builder> Decoder<'a, B> {
         Ok(list)
     }
 
+    /// A TUPLE of `n` items, as [`Decoder::list`].
     fn tuple(&mut self, at: usize, n: usize) -> Result<B::Obj, DecodeError> {
-        self.enter(at)?;
         self.charge(cost::tuple(n as u64), at)?;
         let tuple = self
             .builder
@@ -1030,8 +1039,8 @@ impl<'a, B: Builder> Decoder<'a, B> {
         Ok(tuple)
     }
 
+    /// A DICT of `n` pairs, as [`Decoder::list`].
     fn dict(&mut self, at: usize, n: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
-        self.enter(at)?;
         self.charge(cost::dict(n as u64), at)?;
         let dict = self
             .builder
@@ -1058,6 +1067,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
         Ok(dict)
     }
 
+    /// A SET or FROZENSET of `n` elements, as [`Decoder::list`].
     fn set(
         &mut self,
         at: usize,
@@ -1065,7 +1075,6 @@ impl<'a, B: Builder> Decoder<'a, B> {
         frozen: bool,
         slot: Option<usize>,
     ) -> Result<B::Obj, DecodeError> {
-        self.enter(at)?;
         self.charge(cost::set(n as u64), at)?;
         let set = self
             .builder
