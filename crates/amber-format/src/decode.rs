@@ -929,9 +929,29 @@ impl<'a, B: Builder> Decoder<'a, B> {
         self.packed(at, n, cost::list(n as u64), slot, |d, list| {
             let room = d.max_alloc.saturating_sub(d.allocated);
             let mut spent = 0u64;
+            // The cursor lives in a register for the loop: `d.pos` is written back only
+            // around the general varint path, which also reports every malformed item.
+            let data = d.data;
+            let mut pos = d.pos;
             for i in 0..n {
-                let item_at = d.pos;
-                let v = unzigzag(d.varint()?);
+                let item_at = pos;
+                let z = match data.get(pos..pos + 2) {
+                    Some(&[b0, _]) if b0 < 0x80 => {
+                        pos += 1;
+                        u64::from(b0)
+                    }
+                    Some(&[b0, b1]) if b1 < 0x80 && b1 != 0 => {
+                        pos += 2;
+                        u64::from(b0 & 0x7F) | (u64::from(b1) << 7)
+                    }
+                    _ => {
+                        d.pos = pos;
+                        let z = d.varint()?;
+                        pos = d.pos;
+                        z
+                    }
+                };
+                let v = unzigzag(z);
                 if !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(&v) {
                     spent += cost::SCALAR;
                     if spent > room {
@@ -943,6 +963,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
                     .packed_int(list, i, v)
                     .map_err(|e| host_error(e, item_at, "int"))?;
             }
+            d.pos = pos;
             d.allocated = d.allocated.saturating_add(spent);
             Ok(())
         })
