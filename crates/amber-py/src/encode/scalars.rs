@@ -22,18 +22,20 @@ impl PyEncoder<'_> {
             self.writer.int(v);
             return Ok(());
         }
-        self.int_slow(obj)
-    }
-
-    #[inline(never)]
-    fn int_slow(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // When small_value reads this interpreter's ints, one it left is at least 2^60 in
         // magnitude: neither cached by CPython nor a small int, so the memo comes before the
-        // conversion, and a shared one (`[big] * n`) costs no conversion at all.
+        // conversion, and a shared one (`[big] * n`) costs no conversion at all, and no call.
         let big = crate::pylong::small_values_readable();
         if big && self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
+        self.int_slow(obj, big)
+    }
+
+    /// An int [`PyEncoder::int`] could not write from its digits; when `big`, one the memo
+    /// has already recorded.
+    #[inline(never)]
+    fn int_slow(&mut self, obj: *mut ffi::PyObject, big: bool) -> Result<(), EncodeFail> {
         let mut overflow: c_int = 0;
         // SAFETY: obj is an exact int; this call cannot fail for one (overflow is reported).
         let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow) };
