@@ -32,8 +32,8 @@ impl PyEncoder<'_> {
         self.int_slow(obj, big)
     }
 
-    /// An int [`PyEncoder::int`] could not write from its digits; when `big`, one the memo
-    /// has already recorded.
+    /// An int [`PyEncoder::int`] could not write from its digits. When `big`, the memo has
+    /// already had its turn (it recorded the int, or skipped it as held once).
     #[inline(never)]
     fn int_slow(&mut self, obj: *mut ffi::PyObject, big: bool) -> Result<(), EncodeFail> {
         let mut overflow: c_int = 0;
