@@ -225,6 +225,18 @@ def test_str_every_length_0_to_300(graph_diff):
             assert type(out) is str and out == s, (n, unit)
 
 
+@pytest.mark.parametrize("unit", ["é", "€", "😀", "\udc80"], ids=["ucs1", "ucs2", "ucs4", "lone"])
+def test_str_same_bytes_before_and_after_cpython_keeps_its_utf8(unit):
+    # Built at run time, so CPython holds no UTF-8 form of them yet: the first encode makes
+    # it (the encoder asks CPython), later ones read the form CPython kept in the object.
+    fresh = ["".join([unit, "x" * n, unit]) for n in (0, 30)]
+    first = amber.dumps(fresh)
+    assert amber.dumps(fresh) == first
+    assert amber.loads(first) == fresh
+    for s in fresh:
+        assert amber.dumps(s)[3:] == encode_str(s)
+
+
 def test_str_surrogate_never_short_form():
     data = amber.dumps("\ud800")
     assert data[3:] == b"\x69\x03\xed\xa0\x80"
