@@ -48,6 +48,38 @@ def test_shared_str_keys(graph_diff):
             assert k_first is k_row
 
 
+def test_shared_str_keys_moving_between_positions(graph_diff):
+    # The encoder remembers, per position in a dict, the last shared key it wrote there:
+    # keys that change places, come and go, or are held by one dict alone must still be
+    # written as the reference encoder writes them.
+    a, b, c = fresh_str("alpha"), fresh_str("beta"), fresh_str("gamma")
+    rows = [
+        {a: 1, b: 2},
+        {a: 3, b: 4},
+        {b: 5, a: 6},
+        {fresh_str("once"): 7, a: 8},
+        {a: 9, b: 10, c: 11},
+        {c: 12},
+        {a: 13, b: 14, c: 15},
+        {f"k{i}": i for i in range(10)} | {a: 16},
+    ]
+    data, u = roundtrip(rows, graph_diff)
+    assert data == ref_dumps(rows)
+    assert next(iter(u[0])) is list(u[2])[1] is next(iter(u[6]))
+
+
+def test_shared_str_keys_across_a_restart(graph_diff):
+    # A tuple met again while being written makes the encoder start over (spec 6.5); what it
+    # remembered about keys in the first pass must not leak into the second.
+    k = fresh_str("key")
+    t = ([{k: 1}, {k: 2}],)
+    t[0].append(t)
+    t[0].append({k: 3})
+    data, u = roundtrip(t, graph_diff)
+    assert data == ref_dumps(t)
+    assert next(iter(u[0][0])) is next(iter(u[0][3]))
+
+
 def test_shared_scalars(graph_diff):
     big = 10**30
     mid = 1000 + len(str(big))  # a non-cached int object

@@ -74,7 +74,16 @@ pub struct PyEncoder<'py> {
     oob: OutOfBand,
     /// The options of this encode, for the nested encodes that make canonical sort keys.
     options: Options,
+    /// By position in a dict, the str key last written there that the memo holds, with its
+    /// body offset (address 0: none). See [`PyEncoder::dict`].
+    key_refs: [(usize, usize); KEY_REFS],
+    /// The body offset the memo gave the object [`PyEncoder::memo_lookup`] saw last: where it
+    /// was written before, or where it is about to be.
+    memo_offset: usize,
 }
+
+/// Dict positions whose keys [`PyEncoder::key_refs`] remembers.
+const KEY_REFS: usize = 8;
 
 /// Allocations one encode leaves for the next on the same thread: the identity memo and the
 /// list of memoized objects. Reusing them takes the allocator off the path of small payloads.
@@ -123,6 +132,8 @@ pub fn encode(
         attr_values: Vec::new(),
         oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
         options,
+        key_refs: [(0, 0); KEY_REFS],
+        memo_offset: 0,
     };
     let result = encoder.run(obj, options.refs);
     if let Some(slot) = oob {
@@ -158,6 +169,7 @@ impl PyEncoder<'_> {
             self.attr_names.clear();
             self.attr_values.clear();
             self.oob.restart();
+            self.key_refs = [(0, 0); KEY_REFS];
             self.depth = 0;
         }
     }
@@ -325,12 +337,15 @@ impl PyEncoder<'_> {
         let Some(tracker) = self.tracker.as_mut() else {
             return false;
         };
-        match tracker.seen_or_record(obj as usize, self.writer.body_pos()) {
+        let pos = self.writer.body_pos();
+        match tracker.seen_or_record(obj as usize, pos) {
             Some(offset) => {
+                self.memo_offset = offset;
                 self.writer.reference(offset);
                 true
             }
             None => {
+                self.memo_offset = pos;
                 self.memoized.push(obj);
                 false
             }
