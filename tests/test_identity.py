@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import amber
 import pytest
 from _ref import ref_dumps
@@ -78,6 +80,31 @@ def test_shared_str_keys_across_a_restart(graph_diff):
     data, u = roundtrip(t, graph_diff)
     assert data == ref_dumps(t)
     assert next(iter(u[0][0])) is next(iter(u[0][3]))
+
+
+def test_objects_repeated_many_times_match_the_reference(graph_diff):
+    # The encoder keeps the objects its memo found again lately in a few slots, picked by
+    # address: many shared objects interleaved make them evict one another.
+    rng = random.Random(7)
+    pool = [fresh_str(f"item-{i}") for i in range(40)]
+    pool += [float(i) + 0.5 for i in range(40)] + [2**62 + i for i in range(40)]
+    pool += [[i] for i in range(20)] + [{"k": i} for i in range(20)]
+    items = [rng.choice(pool) for _ in range(2000)] + [pool[0]] * 50
+    data, _ = roundtrip(items, graph_diff)
+    assert data == ref_dumps(items)
+    assert amber.dumps(items, refs=False) == ref_dumps(items, refs=False)
+
+
+def test_repeated_objects_across_a_restart(graph_diff):
+    # What the encoder learned about repeated objects in a pass it abandons (a tuple met
+    # again while being written, spec 6.5) must not reach the pass it makes next.
+    s, x = fresh_str("shared"), 1.25
+    t = ([s, s, x, x],)
+    t[0].append(t)
+    t[0].extend([s, x, s, x])
+    data, u = roundtrip(t, graph_diff)
+    assert data == ref_dumps(t)
+    assert u[0][0] is u[0][5] and u[0][2] is u[0][8]
 
 
 def test_shared_scalars(graph_diff):

@@ -360,6 +360,13 @@ impl<S: Sink> Writer<S> {
         self.buf.put_tag_varint(Tag::Ref.code(), target as u64);
     }
 
+    /// A reference to the value whose tag is at body offset `target`, which an earlier
+    /// [`Writer::reference`] already marked tracked.
+    #[inline(always)]
+    pub fn reference_again(&mut self, target: usize) {
+        self.buf.put_tag_varint(Tag::Ref.code(), target as u64);
+    }
+
     /// The `SUPERSEDE` prefix: the next value is dropped in favour of the `REF` after it.
     pub fn supersede(&mut self) {
         self.byte(Tag::Supersede.code());

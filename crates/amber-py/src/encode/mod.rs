@@ -80,6 +80,20 @@ pub struct PyEncoder<'py> {
     /// The body offset the memo gave the object [`PyEncoder::memo_lookup`] saw last: where it
     /// was written before, or where it is about to be.
     memo_offset: usize,
+    /// Objects the memo found again lately, with their offsets, by [`recent_slot`]: a few
+    /// objects repeated many times (`[x] * n`, a shared float or str in a long list) are
+    /// written as a `REF` without a memo lookup.
+    recent_refs: [(usize, usize); RECENT_REFS],
+}
+
+/// Slots of [`PyEncoder::recent_refs`] (a power of two).
+const RECENT_REFS: usize = 8;
+
+/// Where [`PyEncoder::recent_refs`] keeps `obj`: objects are at least 16-byte aligned, so
+/// the bits above those pick the slot.
+#[inline(always)]
+fn recent_slot(obj: *mut ffi::PyObject) -> usize {
+    (obj as usize >> 4) & (RECENT_REFS - 1)
 }
 
 /// Dict positions whose keys [`PyEncoder::key_refs`] remembers.
@@ -134,6 +148,7 @@ pub fn encode(
         options,
         key_refs: [(0, 0); KEY_REFS],
         memo_offset: 0,
+        recent_refs: [(0, 0); RECENT_REFS],
     };
     let result = encoder.run(obj, options.refs);
     if let Some(slot) = oob {
@@ -170,6 +185,7 @@ impl PyEncoder<'_> {
             self.attr_values.clear();
             self.oob.restart();
             self.key_refs = [(0, 0); KEY_REFS];
+            self.recent_refs = [(0, 0); RECENT_REFS];
             self.depth = 0;
         }
     }
@@ -328,6 +344,14 @@ impl PyEncoder<'_> {
         if BY_VALUE && self.options.canonical {
             return false;
         }
+        let (recent, offset) = self.recent_refs[recent_slot(obj)];
+        if recent == obj as usize {
+            // Only objects the memo found again are kept there: the memo holds obj at offset
+            // and its first REF marked the tag tracked. Memo entries of these objects stand
+            // until the memo is reset, which empties recent_refs too.
+            self.writer.reference_again(offset);
+            return true;
+        }
         self.memo_lookup(obj)
     }
 
@@ -341,6 +365,7 @@ impl PyEncoder<'_> {
         match tracker.seen_or_record(obj as usize, pos) {
             Some(offset) => {
                 self.memo_offset = offset;
+                self.recent_refs[recent_slot(obj)] = (obj as usize, offset);
                 self.writer.reference(offset);
                 true
             }
