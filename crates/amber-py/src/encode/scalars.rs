@@ -116,7 +116,8 @@ impl PyEncoder<'_> {
             self.writer.str(ascii);
             return Ok(());
         }
-        // SAFETY: obj is an exact str held by its container for the whole encode.
+        // SAFETY: obj is an exact str, not compact ASCII (checked above), held by its
+        // container for the whole encode.
         if let Some(utf8) = unsafe { cached_utf8(obj) } {
             self.writer.str(utf8);
             return Ok(());
@@ -199,7 +200,8 @@ impl PyEncoder<'_> {
 /// such strs.
 ///
 /// # Safety
-/// `obj` must be a live str that outlives the returned slice.
+/// `obj` must be a live str that outlives the returned slice, and not a compact ASCII one:
+/// those are a bare `PyASCIIObject`, with their characters where the utf8 field would be.
 #[inline(always)]
 unsafe fn cached_utf8<'a>(obj: *mut ffi::PyObject) -> Option<&'a [u8]> {
     // SAFETY: obj is a str (per the contract); a compact str that is not ASCII is laid out
