@@ -357,7 +357,7 @@ impl<S: Sink> Writer<S> {
         if let Some(t) = self.buf.get_mut(HEADER_LEN + target) {
             *t |= TRACKED;
         }
-        self.buf.put_tag_varint(Tag::Ref.code(), target as u64);
+        self.reference_again(target);
     }
 
     /// A reference to the value whose tag is at body offset `target`, which an earlier
