@@ -75,7 +75,8 @@ pub struct PyEncoder<'py> {
     /// The options of this encode, for the nested encodes that make canonical sort keys.
     options: Options,
     /// By position in a dict, the str key last written there that the memo holds, with its
-    /// body offset (address 0: none). See [`PyEncoder::dict`].
+    /// body offset (address 0: none). See `PyEncoder::str_key`, the one reader of it and of
+    /// `memo_offset`.
     key_refs: [(usize, usize); KEY_REFS],
     /// The body offset the memo gave the object [`PyEncoder::memo_lookup`] saw last: where it
     /// was written before, or where it is about to be.
