@@ -23,10 +23,10 @@ venv: $(PY)
 
 # Debug build for tests: overflow checks and debug assertions stay on.
 build: $(PY)
-	$(MATURIN) develop --quiet --extras test,lint,fuzz
+	$(MATURIN) develop --quiet --extras test,contrib-test,lint,fuzz
 
 build-release: $(PY)
-	$(MATURIN) develop --quiet --release --extras bench
+	$(MATURIN) develop --quiet --release --extras bench,contrib-test
 
 test: build test-rust test-python fuzz-smoke
 

@@ -23,3 +23,12 @@ def graph_diff():
 @pytest.fixture(scope="session")
 def vectors_dir() -> Path:
     return TESTS_DIR.parent / "spec" / "vectors"
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real redis-server on a free port of 127.0.0.1, shared by the session's tests."""
+    from _services import RedisServer
+
+    with RedisServer() as server:
+        yield server
