@@ -76,6 +76,7 @@ bench: build-release
 	$(PY) bench/run.py --scale $(SCALE) --require amber --out bench/results
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
+	$(PY) bench/integrations.py --out bench/results
 
 clean:
 	rm -rf target fuzz/target $(VENV) .tools
