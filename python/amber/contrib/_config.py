@@ -85,7 +85,7 @@ def _resolve_class(entry: Any, option: str, where: str) -> type:
 def _resolve_types(types: Any, where: str) -> list[type | tuple[str, type]] | None:
     if types is None:
         return None
-    if isinstance(types, (str, bytes)):
+    if isinstance(types, (str, bytes)) or not isinstance(types, Iterable):
         raise OptionsError(
             f"{where}: types must be a list of classes or dotted paths, not {types!r}"
         )
@@ -103,8 +103,10 @@ def _resolve_types(types: Any, where: str) -> list[type | tuple[str, type]] | No
 def _resolve_custom(custom: Any, where: str) -> list[CustomType[Any]] | None:
     if custom is None:
         return None
-    if isinstance(custom, (str, bytes)):
-        raise OptionsError(f"{where}: custom must be a list of CustomType or dotted paths")
+    if isinstance(custom, (str, bytes)) or not isinstance(custom, Iterable):
+        raise OptionsError(
+            f"{where}: custom must be a list of CustomType or dotted paths, not {custom!r}"
+        )
     resolved: list[CustomType[Any]] = []
     for entry in custom:
         value = _import_dotted(entry, "custom", where) if isinstance(entry, str) else entry
@@ -161,6 +163,10 @@ class Codec:
         resolved_custom = _resolve_custom(custom, where)
         if isinstance(fallback_keys, (str, bytes, bytearray, SigningKey)):
             fallback_keys = [fallback_keys]
+        elif not isinstance(fallback_keys, Iterable):
+            raise OptionsError(
+                f"{where}: fallback_keys must be a list of secrets, not {fallback_keys!r}"
+            )
         fallbacks = [_signing_key(k, "fallback_keys", where) for k in fallback_keys]
         if key is None and fallbacks:
             raise OptionsError(f"{where}: fallback_keys given without a key to sign with")
