@@ -233,7 +233,7 @@ def _latency(tasks: dict[str, Any], payload: Any, calls: int) -> dict[str, list[
 def measure(redis_url: str, quick: bool) -> list[Measurement]:
     broker = _database_url(redis_url, BROKER_DB)
     backend = _database_url(redis_url, BACKEND_DB)
-    total, rounds, calls = (200, 2, 40) if quick else (2000, 5, 200)
+    total, rounds, calls = (200, 2, 40) if quick else (2000, 10, 200)
     app = make_app(backend)
     app.conf.broker_url = broker
     measurements: list[Measurement] = []
