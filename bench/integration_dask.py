@@ -144,6 +144,7 @@ def measure(redis_url: str, quick: bool) -> list[Measurement]:
         threads_per_worker=1,
         host="127.0.0.1",
         dashboard_address=None,
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # its HTTP server, on 127.0.0.1
         memory_limit="4GiB",
         preload=["amber.contrib.dask"],
     ) as cluster:

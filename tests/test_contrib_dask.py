@@ -386,6 +386,8 @@ def client(point_allowed: None) -> Iterator[Client]:
             threads_per_worker=1,
             host="127.0.0.1",
             dashboard_address=None,
+            # The scheduler's HTTP server (health, metrics) runs even without a dashboard.
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             memory_limit="2GiB",
             preload=["amber.contrib.dask"],
         ) as cluster,
@@ -509,6 +511,30 @@ def test_disallowed_class_is_refused_where_it_is_decoded(client: Client) -> None
     client.cancel([stuck, made])
 
 
+def test_a_worker_without_the_preload_cannot_take_amber_frames(point_allowed: None) -> None:
+    with (
+        LocalCluster(
+            n_workers=1,
+            processes=True,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=None,
+            # The scheduler's HTTP server (health, metrics) runs even without a dashboard.
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+            memory_limit="1GiB",
+        ) as cluster,
+        Client(
+            cluster,
+            serializers=list(amber_dask.SERIALIZERS),
+            deserializers=list(amber_dask.SERIALIZERS),
+            timeout=TIMEOUT,
+        ) as bare,
+    ):
+        # The worker process never imported amber.contrib.dask: Dask has no "amber" family.
+        with pytest.raises(Exception, match=r"KeyError\('amber'\)"):
+            bare.scatter([{"a": (1, 2)}], timeout=TIMEOUT)
+
+
 # -------------------------------------------------------------------------------------------
 # The same code on a cluster started from the command line, as on many machines
 
@@ -558,6 +584,10 @@ class CommandLineCluster:
             "--port",
             str(self.port),
             "--no-dashboard",
+            # The HTTP server (health, metrics) runs even without a dashboard, by default on
+            # every interface.
+            "--dashboard-address",
+            "127.0.0.1:0",
         )
         try:
             wait_for_port(self.port, timeout=TIMEOUT, process=scheduler)
@@ -575,6 +605,8 @@ class CommandLineCluster:
                 "--memory-limit",
                 "2GiB",
                 "--no-dashboard",
+                "--dashboard-address",
+                "127.0.0.1:0",
                 "--local-directory",
                 self.workdir,
                 "--preload",
