@@ -27,8 +27,8 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import LooseHeaders
 from multidict import CIMultiDict
 
-from .. import ClassNotAllowedError, DecodeError, SignatureError
-from ._config import CONTENT_TYPE, Codec, OptionsError
+from ._config import CONTENT_TYPE, Codec
+from ._http import Refusal, check_headers, check_max_size, decode_body, too_large
 
 __all__ = ["amber_response", "read_amber"]
 
@@ -56,49 +56,26 @@ def amber_response(
     return web.Response(body=body, status=status, headers=real_headers)
 
 
-def _media_type(header: str) -> str:
-    return header.split(";", 1)[0].strip().lower()
+def _http_error(refusal: Refusal, limit: int | None) -> web.HTTPException:
+    """aiohttp's exception for a refusal: aiohttp has one class per status."""
+    if refusal.status == 413:
+        # Only a limit refuses a size; what was sent is known only to be more than the limit.
+        most = limit if limit is not None else 0
+        return web.HTTPRequestEntityTooLarge(max_size=most, actual_size=most + 1, text=refusal.text)
+    by_status: dict[int, type[web.HTTPException]] = {
+        400: web.HTTPBadRequest,
+        403: web.HTTPForbidden,
+        415: web.HTTPUnsupportedMediaType,
+        422: web.HTTPUnprocessableEntity,
+    }
+    return by_status[refusal.status](text=refusal.text)
 
 
-def _too_large(limit: int, text: str) -> web.HTTPRequestEntityTooLarge:
-    return web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=limit + 1, text=text)
-
-
-def _refuse_early(request: web.BaseRequest, limit: int) -> None:
-    """The checks the headers alone decide, made before a byte of the body is read."""
-    content_type = request.headers.get(hdrs.CONTENT_TYPE)
-    if content_type is None:
-        raise web.HTTPUnsupportedMediaType(
-            text=f"missing Content-Type: an amber body is sent as {CONTENT_TYPE}"
-        )
-    if _media_type(content_type) != CONTENT_TYPE:
-        raise web.HTTPUnsupportedMediaType(
-            text=f"Content-Type {content_type!r} is not {CONTENT_TYPE}, the type this handler reads"
-        )
-    encoding = request.headers.get(hdrs.CONTENT_ENCODING)
-    if encoding is not None and encoding.strip().lower() not in ("", "identity"):
-        raise web.HTTPUnsupportedMediaType(
-            text=f"Content-Encoding {encoding!r} is not accepted for an amber body: amber "
-            "compresses payloads itself (Codec(compress='zstd')) under the decoder's size limits"
-        )
-    declared = request.headers.get(hdrs.CONTENT_LENGTH)
-    if declared is not None and limit:
-        try:
-            length = int(declared)
-        except ValueError:
-            raise web.HTTPBadRequest(text=f"Content-Length {declared!r} is not a number") from None
-        if length > limit:
-            raise _too_large(
-                limit,
-                f"Content-Length {length} is over the limit of {limit} bytes for an amber body",
-            )
-
-
-async def _read_body(request: web.BaseRequest, limit: int) -> bytearray:
+async def _read_body(request: web.BaseRequest, limit: int | None) -> bytearray:
     body = bytearray()
     stream = request.content
     while True:
-        if limit:
+        if limit is not None:
             # One byte more than still fits is enough to know the body is too large, and no
             # read ever returns more than it is asked for.
             chunk = await stream.read(limit - len(body) + 1)
@@ -107,22 +84,8 @@ async def _read_body(request: web.BaseRequest, limit: int) -> bytearray:
         if not chunk:
             return body
         body += chunk
-        if limit and len(body) > limit:
-            raise _too_large(limit, f"amber body is over the limit of {limit} bytes")
-
-
-def _decode(codec: Codec, body: bytearray) -> Any:
-    try:
-        return codec.loads(body)
-    except SignatureError as exc:
-        raise web.HTTPForbidden(text=f"amber body refused: {exc}") from exc
-    except ClassNotAllowedError as exc:
-        raise web.HTTPUnprocessableEntity(
-            text=f"amber body holds an instance of {exc.module}.{exc.qualname}, a class this "
-            f"handler does not accept (at byte {exc.offset}, {exc.kind})"
-        ) from exc
-    except DecodeError as exc:
-        raise web.HTTPBadRequest(text=f"undecodable amber body: {exc}") from exc
+        if limit is not None and len(body) > limit:
+            raise too_large(limit)
 
 
 async def read_amber(
@@ -136,14 +99,22 @@ async def read_amber(
     is read, and a chunked body as soon as it passes the limit: at most the limit plus one
     byte is ever held. Raises aiohttp's HTTP exceptions (415, 413, 400, 422 or 403).
     """
+    limit: int | None
     if max_size is None:
-        limit = request.client_max_size
-    elif isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0:
-        raise OptionsError(
-            f"read_amber: max_size must be a positive number of bytes, not {max_size!r}"
-        )
+        # 0 is aiohttp's own word for "no limit".
+        limit = request.client_max_size or None
     else:
-        limit = max_size
-    _refuse_early(request, limit)
-    body = await _read_body(request, limit)
-    return _decode(codec if codec is not None else _DEFAULT_CODEC, body)
+        limit = check_max_size(max_size, "read_amber")
+    headers = request.headers
+    try:
+        check_headers(
+            headers.get(hdrs.CONTENT_TYPE),
+            headers.get(hdrs.CONTENT_ENCODING),
+            headers.get(hdrs.CONTENT_LENGTH),
+            limit,
+            "handler",
+        )
+        body = await _read_body(request, limit)
+        return decode_body(codec if codec is not None else _DEFAULT_CODEC, body, "handler")
+    except Refusal as refusal:
+        raise _http_error(refusal, limit) from refusal.__cause__

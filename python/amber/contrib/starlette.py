@@ -29,8 +29,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import ClassNotAllowedError, DecodeError, SignatureError
 from ._config import CONTENT_TYPE, Codec, OptionsError
+from ._http import Refusal, check_headers, check_max_size, decode_body, too_large
 
 __all__ = ["DEFAULT_MAX_SIZE", "AmberBody", "AmberResponse", "read_amber"]
 
@@ -89,63 +89,6 @@ class AmberResponse(Response):
         return type(name, (cls,), {"codec": codec, "__module__": cls.__module__})
 
 
-def _check_max_size(max_size: object, where: str) -> int:
-    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0:
-        raise OptionsError(
-            f"{where}: max_size must be a positive number of bytes, not {max_size!r}"
-        )
-    return max_size
-
-
-def _media_type(header: str) -> str:
-    return header.split(";", 1)[0].strip().lower()
-
-
-def _refuse_early(request: Request, max_size: int) -> None:
-    """The checks the headers alone decide, made before a byte of the body is read."""
-    content_type = request.headers.get("content-type")
-    if content_type is None:
-        raise HTTPException(415, f"missing Content-Type: an amber body is sent as {CONTENT_TYPE}")
-    if _media_type(content_type) != CONTENT_TYPE:
-        raise HTTPException(
-            415,
-            f"Content-Type {content_type!r} is not {CONTENT_TYPE}, the type this endpoint reads",
-        )
-    encoding = request.headers.get("content-encoding")
-    if encoding is not None and encoding.strip().lower() not in ("", "identity"):
-        raise HTTPException(
-            415,
-            f"Content-Encoding {encoding!r} is not accepted for an amber body: amber compresses "
-            "payloads itself (Codec(compress='zstd')) under the decoder's size limits",
-        )
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            length = int(declared)
-        except ValueError:
-            raise HTTPException(400, f"Content-Length {declared!r} is not a number") from None
-        if length > max_size:
-            raise HTTPException(
-                413,
-                f"Content-Length {length} is over the limit of {max_size} bytes for an amber body",
-            )
-
-
-def _decode(codec: Codec, body: bytearray) -> Any:
-    try:
-        return codec.loads(body)
-    except SignatureError as exc:
-        raise HTTPException(403, f"amber body refused: {exc}") from exc
-    except ClassNotAllowedError as exc:
-        raise HTTPException(
-            422,
-            f"amber body holds an instance of {exc.module}.{exc.qualname}, a class this "
-            f"endpoint does not accept (at byte {exc.offset}, {exc.kind})",
-        ) from exc
-    except DecodeError as exc:
-        raise HTTPException(400, f"undecodable amber body: {exc}") from exc
-
-
 async def read_amber(
     request: Request, *, codec: Codec | None = None, max_size: int = DEFAULT_MAX_SIZE
 ) -> Any:
@@ -155,15 +98,26 @@ async def read_amber(
     refused at the first chunk that takes it over the limit, so at most ``max_size`` bytes
     are ever held. Raises ``HTTPException`` (415, 413, 400, 422 or 403, see the module).
     """
-    limit = _check_max_size(max_size, "read_amber")
-    _refuse_early(request, limit)
-    body = bytearray()
-    async with aclosing(request.stream()) as chunks:
-        async for chunk in chunks:
-            if len(body) + len(chunk) > limit:
-                raise HTTPException(413, f"amber body is over the limit of {limit} bytes")
-            body += chunk
-    return _decode(codec if codec is not None else _DEFAULT_CODEC, body)
+    limit = check_max_size(max_size, "read_amber")
+    headers = request.headers
+    try:
+        check_headers(
+            headers.get("content-type"),
+            headers.get("content-encoding"),
+            headers.get("content-length"),
+            limit,
+            "endpoint",
+        )
+        body = bytearray()
+        async with aclosing(request.stream()) as chunks:
+            async for chunk in chunks:
+                if len(body) + len(chunk) > limit:
+                    raise too_large(limit)
+                body += chunk
+        return decode_body(codec if codec is not None else _DEFAULT_CODEC, body, "endpoint")
+    except Refusal as refusal:
+        # amber's own error, when there is one, stays the cause for handlers and logs.
+        raise HTTPException(refusal.status, refusal.text) from refusal.__cause__
 
 
 class AmberBody:
@@ -186,7 +140,7 @@ class AmberBody:
         **options: Any,
     ) -> None:
         where = "AmberBody"
-        self.max_size = _check_max_size(max_size, where)
+        self.max_size = check_max_size(max_size, where)
         if codec is not None:
             if types is not None or options:
                 given = ", ".join(sorted([*options, *(["types"] if types is not None else [])]))
