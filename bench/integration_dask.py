@@ -132,7 +132,7 @@ def measure(redis_url: str, quick: bool) -> list[Measurement]:
         "dask default": ["dask", "pickle"],
         "pickle": ["pickle"],
     }
-    n_records, megabytes, turns = (10_000, 10, 2) if quick else (100_000, 100, 3)
+    n_records, megabytes, turns = (10_000, 10, 2) if quick else (100_000, 100, 5)
     payloads: dict[str, Callable[[], Any]] = {
         f"graph {n_records // 1000}k records": lambda: graph_payload(n_records),
         f"float64 array {megabytes} MB": lambda: array_payload(megabytes),

@@ -35,6 +35,12 @@ SYSTEMS = ("celery", "django", "dask")
 SUBJECT = "amber"
 
 
+def is_peer(codec: str) -> bool:
+    """Whether a codec is another library: "amber signed" and the like are amber's variants,
+    shown beside amber but not counted as what amber is measured against."""
+    return not codec.startswith(SUBJECT)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
@@ -89,7 +95,7 @@ def system_table(rows: dict[tuple[str, str], dict[str, Measurement]]) -> list[st
     if SUBJECT in codecs:
         codecs.remove(SUBJECT)
         codecs.insert(0, SUBJECT)
-    peers = [c for c in codecs if c != SUBJECT]
+    peers = [c for c in codecs if is_peer(c)]
     header = ["payload", "metric", *codecs, *(f"amber vs {p}" for p in peers)]
     lines = [
         "| " + " | ".join(header) + " |",
@@ -156,7 +162,7 @@ def draw_chart(measurements: list[Measurement], path: Path) -> None:
             if metric == "exact" or subject is None:
                 continue
             for codec, m in by_codec.items():
-                if codec == SUBJECT:
+                if not is_peer(codec):
                     continue
                 advantage = amber_advantage(subject, m)
                 if advantage is not None:
