@@ -195,7 +195,7 @@ def draw_chart(measurements: list[Measurement], path: Path) -> None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=colors[c]) for c in peers]
     ax.legend(handles, [f"vs {c}" for c in peers], fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
