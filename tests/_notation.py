@@ -114,9 +114,19 @@ def missing_requirements(v: dict[str, Any]) -> list[str]:
     return missing
 
 
+def _loaded_only(name: str, *args: Any, **kwargs: Any) -> Any:
+    """The only builtin the expressions' frame has. CPython's C code looks `__import__` up in
+    the calling frame's builtins when it imports on its own: on 3.13 the warnings machinery
+    does, for the DeprecationWarning of array('u') under pytest's warning capture. It may
+    reach modules already loaded, never load one."""
+    if name.partition(".")[0] not in sys.modules:
+        raise ImportError(f"{name} is not loaded; vector expressions cannot import")
+    return __import__(name, *args, **kwargs)
+
+
 def evaluate_python(expression: str) -> Any:
     """A fresh object from an EXT blob vector's "python" expression."""
-    namespace: dict[str, Any] = {"__builtins__": {}, **PYTHON_NAMESPACE}
+    namespace: dict[str, Any] = {"__builtins__": {"__import__": _loaded_only}, **PYTHON_NAMESPACE}
     numpy = _numpy()
     if numpy is not None:
         namespace["numpy"] = numpy

@@ -520,7 +520,10 @@ def make_array(code: str, data: Any) -> array.array[Any]:
         warnings.simplefilter("ignore", DeprecationWarning)
         a = array.array(code)
         if isinstance(data, str):
-            a.fromunicode(data)
+            # CPython 3.13.0's fromunicode('') on a 'w' array raises SystemError (fixed in
+            # 3.13.1); an empty str adds nothing, so it is not passed on.
+            if data:
+                a.fromunicode(data)
         else:
             a.frombytes(data[: len(data) - len(data) % a.itemsize])
     return a
