@@ -9,8 +9,24 @@ FUZZ_SECONDS ?= 600
 SMOKE_FUZZ_SECONDS ?= 30
 CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
 
-.PHONY: all venv build build-release test test-rust test-python fuzz-smoke fuzz fuzz-rust \
-        fuzz-python lint bench clean
+.PHONY: all venv build build-release test test-rust test-python test-pythons test-core \
+        fuzz-smoke fuzz fuzz-rust fuzz-python lint bench clean
+
+# The CPythons amber supports. `make test` runs the full suite in $(VENV) (made with
+# $(PYTHON)) and CORE_TESTS on each other version it finds, as `python3.X` on PATH or through
+# pyenv, in a virtual environment of its own (.venv-py3.X, a debug build as $(VENV) has).
+# A version it cannot find is named at the end, not skipped in silence.
+PYTHON_VERSIONS := 3.10 3.11 3.12 3.13
+# The core of the suite: round trips, test vectors, hostile input, classes, out-of-band
+# buffers, and the tests of the fast paths that read CPython's private layouts, which change
+# between versions (dict tables, str kinds, int digits).
+CORE_TESTS := tests/test_roundtrip.py tests/test_vectors.py tests/test_hostile.py \
+	tests/test_hostile_classes.py tests/test_classes.py tests/test_out_of_band.py \
+	tests/test_dict_templates.py tests/test_cpython_layouts.py
+# Prints the interpreter of version $$v (its sys.executable), or nothing. pyenv's shims
+# answer only for the versions pyenv is set to, hence PYENV_VERSION.
+FIND_PYTHON = python$$v -c 'import sys; print(sys.executable)' 2>/dev/null || \
+	PYENV_VERSION=$$v pyenv exec python$$v -c 'import sys; print(sys.executable)' 2>/dev/null
 
 all: test
 
@@ -28,13 +44,39 @@ build: $(PY)
 build-release: $(PY)
 	$(MATURIN) develop --quiet --release --extras bench,contrib-test
 
-test: build test-rust test-python fuzz-smoke
+test: build test-rust test-python test-pythons fuzz-smoke
 
 test-rust:
 	cargo test --workspace --exclude amber-py --quiet
 
 test-python:
 	$(PY) -m pytest -q
+
+# The core suite on every other supported CPython found; its summary names those not found.
+test-pythons: $(PY)
+	@default=$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	tested=""; missing=""; \
+	for v in $(PYTHON_VERSIONS); do \
+		[ "$$v" = "$$default" ] && continue; \
+		exe=$$($(FIND_PYTHON)); \
+		if [ -z "$$exe" ]; then missing="$$missing $$v"; continue; fi; \
+		echo "== CPython $$v ($$exe): core suite in .venv-py$$v"; \
+		$(MAKE) --no-print-directory test-core PYV=$$v PYEXE="$$exe" || exit 1; \
+		tested="$$tested $$v"; \
+	done; \
+	echo "CPython $$default: full suite in $(VENV)"; \
+	echo "CPython core suite passed on:$${tested:- none}"; \
+	if [ -n "$$missing" ]; then \
+		echo "CPython NOT FOUND, so NOT TESTED:$$missing (neither python3.X nor pyenv has it)"; \
+	fi
+
+# One interpreter: `make test-core PYV=3.12 PYEXE=python3.12`. maturin builds into the shared
+# cargo target dir; only amber-py and pyo3 are rebuilt per interpreter.
+test-core: $(PY)
+	@test -x .venv-py$(PYV)/bin/python || { $(PYEXE) -m venv .venv-py$(PYV) && \
+		.venv-py$(PYV)/bin/pip install --quiet --upgrade pip; }
+	VIRTUAL_ENV=$(CURDIR)/.venv-py$(PYV) $(MATURIN) develop --quiet --extras test
+	.venv-py$(PYV)/bin/python -m pytest -q -p no:cacheprovider $(CORE_TESTS)
 
 # A short run of both fuzzers on every `make test`; `make fuzz` runs them for longer.
 fuzz-smoke:
@@ -79,4 +121,4 @@ bench: build-release
 	$(PY) bench/integrations.py --out bench/results
 
 clean:
-	rm -rf target fuzz/target $(VENV) .tools
+	rm -rf target fuzz/target $(VENV) .venv-py3.* .tools

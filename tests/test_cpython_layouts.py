@@ -1,0 +1,162 @@
+"""The fast paths that read CPython's private object layouts, checked on the running interpreter.
+
+The extension reads ints from their digits (`crates/amber-py/src/pylong.rs`: the sign and
+digit count moved into `lv_tag` in 3.12), strs from their data by kind and from their cached
+UTF-8 (`encode/scalars.rs`, `decode/scalars.rs`, `decode/key_cache.rs`), and dicts from their
+entry tables (`dict_layout.rs`, 3.11 to 3.14). Each layout differs between versions, so these
+tests run in the core suite on every CPython `make test` finds: the bytes must be those of the
+reference encoder (`_ref`, plain Python) and the values must come back exactly, at the edges
+where a misread layout would show (digit boundaries, each str kind, tables with holes).
+"""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+
+import amber
+import pytest
+from _ref import ref_dumps
+from _strategies import fresh_copy
+from amber import _amber
+
+
+def _int_edges() -> list[int]:
+    edges = [0, 1, -1, 5, -5, -6, 16, -16, -17, 255, 256, 257, 1000]
+    # the digit boundaries of 30-bit digits (one, two, three digits) and of int64
+    for bits in (15, 30, 31, 32, 60, 62, 63, 64, 90, 120):
+        for m in ((1 << bits) - 1, 1 << bits, (1 << bits) + 1):
+            edges += [m, -m]
+    return edges
+
+
+INT_EDGES = _int_edges()
+
+
+def _fresh_int(n: int) -> int:
+    """n as a new int object, not a constant of this module's code."""
+    return int(str(n))
+
+
+def test_the_int_fast_path_applies_here():
+    # The digits are read only on interpreters with 30-bit digits (module init checks
+    # sys.int_info), the default of every 64-bit CPython build; on such a build the edge
+    # tests below go through the fast path, not only through PyLong_AsLongLongAndOverflow.
+    if sys.maxsize > 2**32:
+        assert sys.int_info.bits_per_digit == 30
+
+
+@pytest.mark.parametrize("n", INT_EDGES)
+def test_int_at_digit_edges(n):
+    value = _fresh_int(n)
+    data = amber.dumps(value)
+    assert data == ref_dumps(value)
+    back = amber.loads(data)
+    assert type(back) is int and back == n
+
+
+def test_ints_at_digit_edges_in_lists_dicts_and_canonical_form():
+    # packed lists read each item's digits; canonical form sorts by them too
+    values = fresh_copy([_fresh_int(n) for n in INT_EDGES if -(1 << 63) <= n < (1 << 63)])
+    assert amber.dumps(values) == ref_dumps(values)
+    assert amber.loads(amber.dumps(values)) == values
+    mixed = fresh_copy({"all": [_fresh_int(n) for n in INT_EDGES], "set": set(INT_EDGES)})
+    assert amber.dumps(mixed) == ref_dumps(mixed)
+    assert amber.dumps(mixed, canonical=True) == ref_dumps(mixed, canonical=True)
+    assert amber.loads(amber.dumps(mixed)) == mixed
+
+
+# One character of each str kind (1, 2 and 4 bytes per character), and a lone surrogate.
+UNITS = {"ascii": "a", "latin1": "\xe9", "ucs2": "\u20ac", "ucs4": "\U0001f600", "lone": "\udc80"}
+
+
+def _strs() -> list[str]:
+    out = []
+    for unit in UNITS.values():
+        for n in (1, 7, 31, 32, 200):
+            # built at run time: not interned, not a code constant
+            out.append("".join(["x", unit * n])[1:])
+            out.append("".join(["a", unit * n, "z"]))
+    return out
+
+
+STRS = _strs()
+
+
+@pytest.mark.parametrize("kind", list(UNITS))
+def test_str_kinds_bytes_and_values(kind):
+    for s in (t for t in STRS if UNITS[kind] in t):
+        first = amber.dumps(s)
+        assert first == ref_dumps(s), (kind, len(s))
+        # the first encode leaves the UTF-8 form cached in a non-ASCII str; the second reads it
+        assert amber.dumps(s) == first
+        back = amber.loads(first)
+        assert type(back) is str and back == s and hash(back) == hash(s)
+        # the decoder made the str in its smallest kind, as CPython's own decoder does (one
+        # character strs are CPython's shared ones, whose UTF-8 form may be cached: not sized)
+        if len(s) > 1:
+            same = s.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+            assert sys.getsizeof(back) == sys.getsizeof(same), (kind, len(s))
+
+
+def test_str_kinds_as_dict_keys_and_repeated_keys():
+    # the decoder caches keys and compares a cached key's data with the bytes read
+    keys = [s for s in STRS if len(s) < 40]
+    rows = fresh_copy([{k: i for i, k in enumerate(keys)} for _ in range(3)])
+    data = amber.dumps(rows)
+    assert data == ref_dumps(rows)
+    back = amber.loads(data)
+    assert back == rows
+    for got, want in zip(back, rows, strict=True):
+        assert list(got) == list(want)
+    # keys that share a prefix, a length or a first byte with a cached one
+    near = [{"ab\xe9": 1}, {"ab\xea": 2}, {"ab\u20ac": 3}, {"ab\U0001f600": 4}, {"abc": 5}]
+    assert amber.loads(amber.dumps(near)) == near
+
+
+def _dicts() -> dict[str, dict]:
+    holes = {f"k{i}": i for i in range(50)}
+    for i in range(0, 50, 3):
+        del holes[f"k{i}"]
+    general = {1: "a", "b": 2, (3,): 3, 4.5: None, None: 5}
+    del general["b"]
+    general["b"] = 6  # re-inserted: now last
+
+    class Plain:
+        pass
+
+    obj = Plain()
+    obj.a, obj.b, obj.c = 1, "two", [3]
+    grown: dict = {}
+    for i in range(1000):
+        grown[str(i)] = i
+    return {
+        "empty": {},
+        "small_str_keys": {"a": 1, "b": 2},
+        "holes": holes,
+        "general": general,
+        "instance_dict": obj.__dict__,  # may be a split table or inline values
+        "grown": grown,
+        "kinds_as_keys": {s: len(s) for s in STRS},
+    }
+
+
+@pytest.mark.parametrize("name", list(_dicts()))
+def test_dict_tables_walk_in_insertion_order(name):
+    d = _dicts()[name]
+    data = amber.dumps(d)
+    assert data == ref_dumps(d)
+    back = amber.loads(data)
+    assert type(back) is dict and back == d
+    assert list(back) == list(d)
+    assert amber.dumps(d, sort_keys=True, canonical=True) == ref_dumps(
+        d, sort_keys=True, canonical=True
+    )
+
+
+def test_the_dict_layout_is_read_exactly_where_it_is_known():
+    # 3.11 to 3.14 with the GIL; elsewhere the C-API walks dicts (and the tests above check
+    # that fallback instead). test_dict_templates checks the decoder's side.
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    expected = (3, 11) <= sys.version_info[:2] <= (3, 14) and not free_threaded
+    assert _amber._dict_layout_known() is expected
