@@ -10,7 +10,7 @@ SMOKE_FUZZ_SECONDS ?= 30
 CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
 
 .PHONY: all venv build build-release test test-rust test-python test-pythons test-core \
-        fuzz-smoke fuzz fuzz-rust fuzz-python lint bench clean
+        wheel test-wheel fuzz-smoke fuzz fuzz-rust fuzz-python lint bench clean
 
 # The CPythons amber supports. `make test` runs the full suite in $(VENV) (made with
 # $(PYTHON)) and CORE_TESTS on each other version it finds, as `python3.X` on PATH or through
@@ -33,7 +33,7 @@ all: test
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet "maturin>=1.7,<2"
+	$(PIP) install --quiet "maturin>=1.9,<2"
 
 venv: $(PY)
 
@@ -44,7 +44,7 @@ build: $(PY)
 build-release: $(PY)
 	$(MATURIN) develop --quiet --release --extras bench,contrib-test
 
-test: build test-rust test-python test-pythons fuzz-smoke
+test: build test-rust test-python test-pythons test-wheel fuzz-smoke
 
 test-rust:
 	cargo test --workspace --exclude amber-py --quiet
@@ -77,6 +77,50 @@ test-core: $(PY)
 		.venv-py$(PYV)/bin/pip install --quiet --upgrade pip; }
 	VIRTUAL_ENV=$(CURDIR)/.venv-py$(PYV) $(MATURIN) develop --quiet --extras test
 	.venv-py$(PYV)/bin/python -m pytest -q -p no:cacheprovider $(CORE_TESTS)
+
+# Release wheels, one per supported CPython found (as test-pythons finds them), and the sdist,
+# into dist/. amber reads CPython's private layouts, so a wheel is for one version (not abi3).
+wheel: $(PY)
+	@interpreters=""; \
+	for v in $(PYTHON_VERSIONS); do \
+		exe=$$($(FIND_PYTHON)); \
+		if [ -n "$$exe" ]; then interpreters="$$interpreters -i $$exe"; \
+		else echo "CPython $$v NOT FOUND: no wheel for it"; fi; \
+	done; \
+	echo "$(MATURIN) build --release --out dist$$interpreters"; \
+	$(MATURIN) build --release --out dist $$interpreters
+	$(MATURIN) sdist --out dist
+
+# What a user installs, checked on every `make test`: the wheel (a debug-profile one: the
+# release profile's fat LTO would add minutes to each run; `make wheel` builds those), installed
+# alone, from no index, into a new virtual environment, where tests/_wheel_smoke.py checks
+# `import amber`, the `amber` CLI, py.typed, the stubs, the metadata and that nothing needs a
+# test-only package; then mypy checks a user's code against the installed stubs. The sdist must
+# hold everything a build needs: a wheel is built from its unpacked copy too.
+WHEEL_TEST := target/wheel-test
+test-wheel: $(PY)
+	rm -rf $(WHEEL_TEST)
+	$(MATURIN) build --quiet --profile dev -i $(PY) --out $(WHEEL_TEST)
+	$(MATURIN) sdist --out $(WHEEL_TEST)/sdist
+	mkdir -p $(WHEEL_TEST)/unpacked
+	tar -xzf $(WHEEL_TEST)/sdist/*.tar.gz -C $(WHEEL_TEST)/unpacked
+	cd $(WHEEL_TEST)/unpacked/*/ && CARGO_TARGET_DIR=$(CURDIR)/target $(CURDIR)/$(MATURIN) build \
+		--quiet --profile dev -i $(CURDIR)/$(PY) --out $(CURDIR)/$(WHEEL_TEST)/from-sdist
+	$(PY) -m venv $(WHEEL_TEST)/venv
+	$(WHEEL_TEST)/venv/bin/pip install --quiet --no-index --find-links $(WHEEL_TEST) \
+		$(WHEEL_TEST)/*.whl
+	cp tests/_wheel_smoke.py $(WHEEL_TEST)/
+	cd $(WHEEL_TEST) && venv/bin/python -I _wheel_smoke.py work
+	printf 'import amber\n\ndata: bytes = amber.dumps({"a": [1]})\nback: object = amber.loads(data)\n' \
+		> $(WHEEL_TEST)/typed_ok.py
+	printf 'import amber\n\nwrong: int = amber.dumps(1)\n' > $(WHEEL_TEST)/typed_bad.py
+	cd $(WHEEL_TEST) && $(CURDIR)/$(VENV)/bin/mypy --strict --no-incremental \
+		--python-executable venv/bin/python typed_ok.py
+	cd $(WHEEL_TEST) && ! $(CURDIR)/$(VENV)/bin/mypy --strict --no-incremental \
+		--python-executable venv/bin/python typed_bad.py > mypy_bad.txt
+	grep -q 'Incompatible types in assignment (expression has type "bytes"' \
+		$(WHEEL_TEST)/mypy_bad.txt
+	@echo "wheel and sdist: built, installed alone, checked"
 
 # A short run of both fuzzers on every `make test`; `make fuzz` runs them for longer.
 fuzz-smoke:
