@@ -24,6 +24,7 @@ import mmap as _mmap
 import os
 import stat
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
@@ -273,9 +274,14 @@ class StreamWriter:
     An object that cannot be encoded raises :class:`amber.EncodeError` (or whatever ``dumps``
     raised) and writes nothing: the writer stays usable. A failed write to the file (an
     ``OSError``) aborts the writer, since a partial frame may have reached the file.
+
+    Threads may share a writer: each ``write`` encodes its object on its own (several at once)
+    and then appends its whole frame under a lock, so frames never interleave.
     """
 
     def __init__(self, file: PathLike | IO[bytes], **dumps_options: Any) -> None:
+        # Reentrant: a failed write aborts the writer while holding it.
+        self._lock = threading.RLock()
         self._dumps = _bind(dumps, dumps_options)
         self._count = 0
         self._closed = False
@@ -327,7 +333,10 @@ class StreamWriter:
         """
         if self._closed:
             raise ValueError("write to a closed StreamWriter")
-        self._write_frame(self._dumps(obj))
+        payload = self._dumps(obj)  # outside the lock: threads encode at the same time
+        with self._lock:
+            self._check_open()
+            self._write_frame(payload)
 
     def write_payload(self, payload: Buffer) -> None:
         """Append an already encoded payload (from :func:`amber.dumps`, or read from another
@@ -335,7 +344,8 @@ class StreamWriter:
         """
         self._check_open()
         view = _byte_view(payload, "payload")
-        with view:
+        with self._lock, view:
+            self._check_open()
             if bytes(view[:2]) != _PAYLOAD_MAGIC:
                 found = bytes(view[:3]).hex(" ") or "nothing"
                 is_stream = bytes(view[:2]) == STREAM_MAGIC[:2]
@@ -348,6 +358,10 @@ class StreamWriter:
     def close(self) -> None:
         """Write the end marker and flush; for a path, fsync and rename the temporary file over
         the target. Closing twice does nothing."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._closed:
             return
         self._write_frame_bytes(_END_MARKER)
@@ -370,6 +384,10 @@ class StreamWriter:
         """Stop without an end marker: for a path, delete the temporary file (any existing
         target stays as it was); a file object is left as it is, without an end marker, so that
         readers see a truncated stream. Does nothing once closed."""
+        with self._lock:
+            self._abort()
+
+    def _abort(self) -> None:
         if self._closed:
             return
         self._closed = True
@@ -483,6 +501,9 @@ class StreamReader:
     failed: later calls raise again. (To get past a message that does not decode, read
     payloads with :meth:`read_payload` and decode them with ``loads`` yourself.) The reader is
     a context manager; closing it closes a file (or mapping) that it opened itself.
+
+    Threads may share a reader: its calls take turns under a lock, and each message goes to
+    exactly one of them.
     """
 
     def __init__(
@@ -494,6 +515,8 @@ class StreamReader:
         mmap: bool = False,
         **loads_options: Any,
     ) -> None:
+        # Reentrant, so that a class's own decode code may use the reader it is read from.
+        self._lock = threading.RLock()
         self._require_end = _check_flag("require_end", require_end)
         self._max_message = _check_max_message(max_message)
         use_mmap = _check_flag("mmap", mmap)
@@ -561,31 +584,32 @@ class StreamReader:
 
     def __next__(self) -> Any:
         """The next message, decoded."""
-        # Fast path: a frame with a one-byte length, wholly buffered, as most frames of a stream
-        # of small messages are. Anything else goes the general way.
-        data = self._data
-        pos = self._pos
-        if self._state == _FRAMES and self._failure is None and pos < len(data):
-            length = data[pos]
-            end = pos + 1 + length
-            if (
-                0 < length < 0x80
-                and end <= len(data)
-                and length <= self._max_message
-                and (self._mapping is None or pos - self._released < _MAPPED_RELEASE_STEP)
-            ):
-                view = self._view
-                if view is None:
-                    view = self._view = memoryview(data)
-                self._pos = end
-                self._index += 1
-                with view[pos + 1 : end] as payload:
-                    try:
-                        return self._loads(payload)
-                    except Exception as err:
-                        self._payload_failed(err, self._index - 1, self._base + pos + 1)
-                        raise
-        return self._next_general()
+        with self._lock:
+            # Fast path: a frame with a one-byte length, wholly buffered, as most frames of a
+            # stream of small messages are. Anything else goes the general way.
+            data = self._data
+            pos = self._pos
+            if self._state == _FRAMES and self._failure is None and pos < len(data):
+                length = data[pos]
+                end = pos + 1 + length
+                if (
+                    0 < length < 0x80
+                    and end <= len(data)
+                    and length <= self._max_message
+                    and (self._mapping is None or pos - self._released < _MAPPED_RELEASE_STEP)
+                ):
+                    view = self._view
+                    if view is None:
+                        view = self._view = memoryview(data)
+                    self._pos = end
+                    self._index += 1
+                    with view[pos + 1 : end] as payload:
+                        try:
+                            return self._loads(payload)
+                        except Exception as err:
+                            self._payload_failed(err, self._index - 1, self._base + pos + 1)
+                            raise
+            return self._next_general()
 
     def _next_general(self) -> Any:
         length = self._next_frame()
@@ -611,14 +635,15 @@ class StreamReader:
         From a bytes-like source or a mapping this is a memoryview into it (no copy; it keeps
         the source alive); from a file, a ``bytes`` copy.
         """
-        length = self._next_frame()
-        if length is None:
-            return None
-        payload = self._take_payload(length)
-        if self._file is None:
-            return payload
-        with payload:
-            return payload.tobytes()
+        with self._lock:
+            length = self._next_frame()
+            if length is None:
+                return None
+            payload = self._take_payload(length)
+            if self._file is None:
+                return payload
+            with payload:
+                return payload.tobytes()
 
     def skip(self, n: int = 1) -> int:
         """Pass over the next ``n`` messages without decoding them; returns how many were
@@ -628,16 +653,21 @@ class StreamReader:
             raise TypeError(f"skip() takes an int, not {type(n).__name__}")
         if n < 0:
             raise ValueError(f"skip() needs n >= 0, got {n}")
-        for done in range(n):
-            length = self._next_frame()
-            if length is None:
-                return done
-            self._guarded(self._skip_payload, length)
-        return n
+        with self._lock:
+            for done in range(n):
+                length = self._next_frame()
+                if length is None:
+                    return done
+                self._guarded(self._skip_payload, length)
+            return n
 
     def close(self) -> None:
         """Release the source: close the file or mapping the reader opened itself (a file
         object passed in stays open). Closing twice does nothing."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         if self._closed:
             return
         self._closed = True
@@ -905,6 +935,10 @@ class StreamDecoder:
     and then fails, ``feed`` returns those messages and the error is raised by the next call to
     ``feed`` or ``close``. Errors carry ``.kind``, ``.offset`` (in the stream) and
     ``.message_index``, as for :class:`StreamReader`.
+
+    Each ``feed`` and ``close`` holds a lock, so calls from several threads never corrupt the
+    decoder; but a stream is one sequence of bytes, so its chunks must be fed in order: from
+    one thread at a time, or from several only when each chunk holds whole frames.
     """
 
     def __init__(
@@ -914,6 +948,7 @@ class StreamDecoder:
         max_message: int | None = None,
         **loads_options: Any,
     ) -> None:
+        self._lock = threading.RLock()
         self._require_end = _check_flag("require_end", require_end)
         self._max_message = _check_max_message(max_message)
         self._loads = _bind(loads, loads_options)
@@ -942,6 +977,10 @@ class StreamDecoder:
 
     def feed(self, chunk: Buffer) -> list[Any]:
         """Take the next bytes of the stream; return the messages they complete, in order."""
+        with self._lock:
+            return self._feed(chunk)
+
+    def _feed(self, chunk: Buffer) -> list[Any]:
         self._check_usable()
         view = _byte_view(chunk, "chunk")
         out: list[Any] = []
@@ -961,6 +1000,10 @@ class StreamDecoder:
         """Declare the end of the input: raise :class:`amber.DecodeError` (``truncated``) if
         the stream stops inside its header or a frame, or lacks its end marker while
         ``require_end`` is True. Closing twice does nothing."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         self._check_usable(closing=True)
         if self._closed:
             return
