@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 use amber_format::{BuildError, ErrorKind, ObjectKind, ShapeDef};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyCFunction, PyDict, PyList, PyString, PyTuple, PyWeakrefReference};
 use pyo3_ffi as ffi;
 use rustc_hash::FxHashMap;
 
@@ -70,26 +70,163 @@ pub enum ShapePlan {
     },
 }
 
-/// What a decode plan depends on: the class (by pointer, kept alive by the cache entry), the
-/// payload's kind and field names, and the `unknown_fields` option.
+/// What a decode plan depends on besides its class: the payload's kind and field names, and
+/// the `unknown_fields` option.
 #[derive(PartialEq, Eq, Hash)]
-struct PlanKey {
-    class: usize,
+struct ShapeKey {
     kind: u8,
     fields: Vec<String>,
     unknown_error: bool,
 }
 
-/// Plans already made, so that decoding many small payloads of one class plans it once.
-/// Each entry holds its class, so a class pointer in a key cannot be reused by another.
-type PlanCache = Mutex<FxHashMap<PlanKey, (Py<PyAny>, Py<PyAny>)>>;
+/// The cached plans of one class, with a weak reference to it (a `weakref.ref` whose callback
+/// removes this entry when the class dies): the cache never keeps a class alive.
+struct ClassEntry {
+    class: Py<PyAny>,
+    plans: FxHashMap<ShapeKey, Py<PyAny>>,
+    /// Bytes of field-name text in `plans`' keys.
+    text: usize,
+}
 
-/// Beyond this many plans (shapes of many classes), the cache starts over.
+/// Plans already made, so that decoding many small payloads of one class plans it once. Keyed
+/// by class address, for live classes only; a lookup uses an entry only if its weak reference
+/// still refers to the class asked about (CPython clears it before the class is freed, so a
+/// new class at a dead one's address finds nothing).
+#[derive(Default)]
+struct PlanCache {
+    classes: FxHashMap<usize, ClassEntry>,
+    /// Plans held, in all entries.
+    plans: usize,
+    /// Field-name bytes held, in all entries.
+    text: usize,
+}
+
+/// Beyond this many plans (many shapes of live classes: a payload chooses its field names,
+/// so one allowed class can have any number of shapes), the cache starts over.
 const PLAN_CACHE_MAX: usize = 4096;
+/// Beyond this many bytes of field names in its keys, the cache starts over too.
+const PLAN_CACHE_TEXT_MAX: usize = 1 << 20;
 
-fn plan_cache() -> &'static PlanCache {
-    static CACHE: OnceLock<PlanCache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(FxHashMap::default()))
+fn plan_cache() -> &'static Mutex<PlanCache> {
+    static CACHE: OnceLock<Mutex<PlanCache>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(PlanCache::default()))
+}
+
+/// Whether the weak reference `weak` still refers to `class`, a live object.
+fn refers_to(weak: &Py<PyAny>, class: *mut ffi::PyObject) -> bool {
+    let mut target: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: `weak` is a live weakref.ref this module made and holds; the GIL is held (the
+    // caller holds `class` through a Python API). GetRef stores a new reference to the
+    // referent (1), or NULL when it is dead (0), or fails (-1) only for an object that is not
+    // a weak reference.
+    match unsafe { ffi::compat::PyWeakref_GetRef(weak.as_ptr(), &mut target) } {
+        1 => {
+            // SAFETY: `target` is the new reference GetRef gave us. The referent had other
+            // references before ours (it was alive), so giving ours back never frees it and
+            // runs no code.
+            unsafe { ffi::Py_DECREF(target) };
+            target == class
+        }
+        0 => false,
+        _ => {
+            // SAFETY: the GIL is held; the error is not ours to report, the entry just misses.
+            unsafe { ffi::PyErr_Clear() };
+            false
+        }
+    }
+}
+
+/// The cached plan of the live class `class` for `key`, if there is one.
+fn cached_plan(py: Python<'_>, class: *mut ffi::PyObject, key: &ShapeKey) -> Option<Py<PyAny>> {
+    let cache = plan_cache().lock().ok()?;
+    let entry = cache.classes.get(&(class as usize))?;
+    if !refers_to(&entry.class, class) {
+        return None;
+    }
+    entry.plans.get(key).map(|plan| plan.clone_ref(py))
+}
+
+/// Caches `plan` for `cls` and `key`. The first plan of a class makes its entry, with a weak
+/// reference whose callback drops the entry when `cls` dies; a class that cannot be weakly
+/// referenced is not cached.
+fn remember_plan(py: Python<'_>, cls: &Bound<'_, PyAny>, key: ShapeKey, plan: Py<PyAny>) {
+    let address = cls.as_ptr() as usize;
+    // Anything taken out of the cache is dropped after the lock is released: a plan holds the
+    // class's default values, whose deallocation may run Python code (`__del__`), which may
+    // decode and so need the lock.
+    let mut dropped: Vec<ClassEntry> = Vec::new();
+    let mut made = None;
+    let current = plan_cache().lock().ok().and_then(|c| {
+        c.classes
+            .get(&address)
+            .map(|e| refers_to(&e.class, cls.as_ptr()))
+    });
+    if current != Some(true) {
+        let forget = move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| {
+            if let Ok(weak) = args.get_item(0) {
+                forget_class(address, weak.as_ptr());
+            }
+        };
+        let weak = PyCFunction::new_closure(py, Some(c"amber_forget_class_plans"), None, forget)
+            .and_then(|callback| PyWeakrefReference::new_with(cls, callback));
+        match weak {
+            Ok(weak) => made = Some(weak.into_any().unbind()),
+            Err(_) => return,
+        }
+    }
+    let text = key.fields.iter().map(String::len).sum::<usize>();
+    if let Ok(mut cache) = plan_cache().lock() {
+        if cache.plans >= PLAN_CACHE_MAX || cache.text + text > PLAN_CACHE_TEXT_MAX {
+            dropped.extend(std::mem::take(&mut cache.classes).into_values());
+            cache.plans = 0;
+            cache.text = 0;
+        }
+        if let Some(weak) = made {
+            let fresh = ClassEntry {
+                class: weak,
+                plans: FxHashMap::default(),
+                text: 0,
+            };
+            if let Some(old) = cache.classes.insert(address, fresh) {
+                cache.plans -= old.plans.len();
+                cache.text -= old.text;
+                dropped.push(old);
+            }
+        }
+        let mut added = (0, 0);
+        if let Some(entry) = cache.classes.get_mut(&address) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = entry.plans.entry(key) {
+                slot.insert(plan);
+                entry.text += text;
+                added = (1, text);
+            }
+        }
+        cache.plans += added.0;
+        cache.text += added.1;
+    }
+    drop(dropped);
+}
+
+/// The weak-reference callback of the class at `address`: drops its entry, if `weak` is still
+/// that entry's weak reference.
+fn forget_class(address: usize, weak: *mut ffi::PyObject) {
+    let removed = match plan_cache().lock() {
+        Ok(mut cache) => {
+            let ours = cache
+                .classes
+                .get(&address)
+                .is_some_and(|e| e.class.as_ptr() == weak);
+            let removed = ours.then(|| cache.classes.remove(&address)).flatten();
+            if let Some(entry) = &removed {
+                cache.plans -= entry.plans.len();
+                cache.text -= entry.text;
+            }
+            removed
+        }
+        Err(_) => None,
+    };
+    // Dropped with the lock released (see remember_plan).
+    drop(removed);
 }
 
 fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
@@ -192,17 +329,12 @@ impl PyBuilder<'_, '_> {
         // name objects for the fields it declares.
         let fields = PyTuple::new(py, shape.fields.iter().map(|f| PyString::new(py, f)))
             .map_err(|e| self.class_failure(e, "building the field tuple"))?;
-        let key = PlanKey {
-            class: cls.as_ptr() as usize,
+        let key = ShapeKey {
             kind: shape.kind as u8,
             fields: shape.fields.clone(),
             unknown_error: self.classes.unknown_error,
         };
-        let cached = plan_cache()
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&key).map(|(_, plan)| plan.clone_ref(py)));
-        let answer = match cached {
+        let answer = match cached_plan(py, cls.as_ptr(), &key) {
             Some(plan) => plan.into_bound(py),
             None => {
                 let answer = helpers::call(
@@ -219,12 +351,7 @@ impl PyBuilder<'_, '_> {
                     Ok(a) => a,
                     Err(e) => return Err(self.class_failure(e, "planning the class")),
                 };
-                if let Ok(mut cache) = plan_cache().lock() {
-                    if cache.len() >= PLAN_CACHE_MAX {
-                        cache.clear();
-                    }
-                    cache.insert(key, (cls_bound.unbind(), answer.clone().unbind()));
-                }
+                remember_plan(py, &cls_bound, key, answer.clone().unbind());
                 answer
             }
         };

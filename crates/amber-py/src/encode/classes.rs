@@ -3,15 +3,20 @@
 //! caller's custom types.
 //!
 //! What a class is, and which fields it has, is worked out once per class by
-//! `amber._classes.encode_plan` and cached for the life of the process; the cache holds the
-//! class, so a cached type pointer can never be reused by another class.
+//! `amber._classes.encode_plan` and cached in [`plan_cache`], keyed by the class's address.
+//! The cache does not keep the class alive: each entry holds a weak reference to its class,
+//! whose callback removes the entry when the class dies, and a lookup uses an entry only if
+//! its weak reference still refers to the class asked about. CPython clears a weak reference
+//! before it frees the object, so a new class at the address of a dead one never finds the
+//! dead one's plan, even where the callback has not run. Within one encode every class met is
+//! held (see [`ShapeTable::plans`]), so the per-encode shortcuts keyed by address stay valid.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use amber_format::object::{dotted_name, field_name};
 use amber_format::ObjectKind;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyCFunction, PyString, PyTuple, PyWeakrefReference};
 use pyo3_ffi as ffi;
 use rustc_hash::FxHashMap;
 
@@ -22,10 +27,9 @@ use crate::object::PyObj;
 /// `encode_plan`'s code for `amber.Placeholder`, which is not a payload kind.
 const PLACEHOLDER: u8 = 255;
 
-/// How instances of one class are written.
+/// How instances of one class are written. It holds no reference to the class: the process-wide
+/// cache must not keep classes alive, and an encode holds the classes it uses itself.
 pub(crate) struct ClassPlan {
-    /// Keeps the type alive while its pointer is a cache key.
-    _ty: Py<PyAny>,
     /// For `amber.Placeholder`: written as the class it names, not as itself.
     placeholder: bool,
     kind: ObjectKind,
@@ -37,11 +41,91 @@ pub(crate) struct ClassPlan {
     names: Vec<Py<PyString>>,
 }
 
-type PlanCache = Mutex<FxHashMap<usize, Arc<ClassPlan>>>;
+/// A cached plan and a weak reference to its class (a `weakref.ref` whose callback removes
+/// this entry when the class dies).
+struct CacheEntry {
+    class: Py<PyAny>,
+    plan: Arc<ClassPlan>,
+}
+
+/// Plans by class address, for live classes only: an entry goes when its class dies, so the
+/// cache holds at most one entry per class alive in the process.
+type PlanCache = Mutex<FxHashMap<usize, CacheEntry>>;
 
 fn plan_cache() -> &'static PlanCache {
     static CACHE: OnceLock<PlanCache> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(FxHashMap::default()))
+}
+
+/// Whether the weak reference `weak` still refers to `class`, a live object.
+fn refers_to(weak: &Py<PyAny>, class: *mut ffi::PyObject) -> bool {
+    let mut target: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: `weak` is a live weakref.ref this module made and holds; the GIL is held (the
+    // caller holds `class`, a live object, through a Python API). GetRef stores a new
+    // reference to the referent (1), or NULL when it is dead (0), or fails with -1 only for
+    // an object that is not a weak reference.
+    match unsafe { ffi::compat::PyWeakref_GetRef(weak.as_ptr(), &mut target) } {
+        1 => {
+            // SAFETY: `target` is the new reference GetRef gave us. The referent had other
+            // references before ours (it was alive), so giving ours back never frees it and
+            // runs no code.
+            unsafe { ffi::Py_DECREF(target) };
+            target == class
+        }
+        0 => false,
+        _ => {
+            // SAFETY: the GIL is held; the error is not ours to report, the entry just misses.
+            unsafe { ffi::PyErr_Clear() };
+            false
+        }
+    }
+}
+
+/// The cached plan of the live class `ty`, if there is one.
+fn cached_plan(ty: *mut ffi::PyTypeObject) -> Option<Arc<ClassPlan>> {
+    let cache = plan_cache().lock().ok()?;
+    let entry = cache.get(&(ty as usize))?;
+    refers_to(&entry.class, ty.cast()).then(|| entry.plan.clone())
+}
+
+/// Caches `plan` for `cls` with a weak reference whose callback drops the entry when `cls`
+/// dies. A class that cannot be weakly referenced is not cached (its plan is made again by
+/// each encode that meets it).
+fn remember_plan(py: Python<'_>, cls: &Bound<'_, PyAny>, plan: Arc<ClassPlan>) {
+    let key = cls.as_ptr() as usize;
+    let forget = move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, pyo3::types::PyDict>>| {
+        if let Ok(weak) = args.get_item(0) {
+            forget_plan(key, weak.as_ptr());
+        }
+    };
+    let weak = PyCFunction::new_closure(py, Some(c"amber_forget_class_plan"), None, forget)
+        .and_then(|callback| PyWeakrefReference::new_with(cls, callback));
+    let Ok(weak) = weak else {
+        return;
+    };
+    let entry = CacheEntry {
+        class: weak.into_any().unbind(),
+        plan,
+    };
+    let replaced = match plan_cache().lock() {
+        Ok(mut cache) => cache.insert(key, entry),
+        Err(_) => Some(entry),
+    };
+    // Dropped with the lock released: dropping Python objects must never run under it.
+    drop(replaced);
+}
+
+/// The weak-reference callback of the class at `key`: drops its entry, if `weak` is still its
+/// entry's weak reference (another thread may have replaced it).
+fn forget_plan(key: usize, weak: *mut ffi::PyObject) {
+    let removed = match plan_cache().lock() {
+        Ok(mut cache) if cache.get(&key).is_some_and(|e| e.class.as_ptr() == weak) => {
+            cache.remove(&key)
+        }
+        _ => None,
+    };
+    // Dropped with the lock released (a weakref and strs: no code runs, but never under it).
+    drop(removed);
 }
 
 /// Shapes written so far in one payload.
@@ -54,6 +138,10 @@ pub(crate) struct ShapeTable {
     /// comparison here. The names are held, so no other string can take their addresses.
     last: FxHashMap<usize, (Vec<PyObj>, usize)>,
     count: usize,
+    /// Every class this encode has met, held until it ends, with its plan: the encoder's
+    /// shortcuts are keyed by class address (`last_plan`, the shapes above), so no class may
+    /// die and give its address to another while they are in use.
+    plans: FxHashMap<usize, (PyObj, Arc<ClassPlan>)>,
 }
 
 /// Something holding a field-name str: the names of an instance or of a class plan.
@@ -75,8 +163,11 @@ impl NamePtr for Py<PyString> {
 
 impl ShapeTable {
     /// Forgets every shape (for a new pass over the same payload).
+    /// The classes met stay held: the encoder's `last_plan` may still name one of them.
     pub(crate) fn clear(&mut self) {
-        *self = ShapeTable::default();
+        self.numbers.clear();
+        self.last.clear();
+        self.count = 0;
     }
 }
 
@@ -128,7 +219,16 @@ impl PyEncoder<'_> {
                 return Ok(plan.clone());
             }
         }
-        let plan = self.plan_from_cache(ty)?;
+        let plan = match self.shapes.plans.get(&(ty as usize)) {
+            Some((_, plan)) => plan.clone(),
+            None => {
+                let plan = self.plan_from_cache(ty)?;
+                // Held until the encode ends: see ShapeTable::plans.
+                let class = hold(ty.cast());
+                self.shapes.plans.insert(ty as usize, (class, plan.clone()));
+                plan
+            }
+        };
         self.last_plan = Some((ty as usize, plan.clone()));
         Ok(plan)
     }
@@ -152,11 +252,7 @@ impl PyEncoder<'_> {
         &mut self,
         ty: *mut ffi::PyTypeObject,
     ) -> Result<Arc<ClassPlan>, EncodeFail> {
-        if let Some(plan) = plan_cache()
-            .lock()
-            .ok()
-            .and_then(|c| c.get(&(ty as usize)).cloned())
-        {
+        if let Some(plan) = cached_plan(ty) {
             return Ok(plan);
         }
         let py = self.py;
@@ -168,12 +264,9 @@ impl PyEncoder<'_> {
                 false => EncodeFail::new(FailKind::Python(e)),
             }
         })?;
-        let plan =
-            parse_plan(py, &cls, &answer).map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        let plan = parse_plan(py, &answer).map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
         let plan = Arc::new(plan);
-        if let Ok(mut cache) = plan_cache().lock() {
-            cache.insert(ty as usize, plan.clone());
-        }
+        remember_plan(py, &cls, plan.clone());
         Ok(plan)
     }
 
@@ -559,11 +652,7 @@ fn checked_names(module: String, qualname: String) -> Result<(String, String), E
     Ok((module, qualname))
 }
 
-fn parse_plan(
-    py: Python<'_>,
-    cls: &Bound<'_, PyAny>,
-    answer: &Bound<'_, PyAny>,
-) -> PyResult<ClassPlan> {
+fn parse_plan(py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<ClassPlan> {
     let tuple = answer.cast::<PyTuple>()?;
     let kind_code: u8 = tuple.get_item(0)?.extract()?;
     let placeholder = kind_code == PLACEHOLDER;
@@ -591,7 +680,6 @@ fn parse_plan(
     };
     let _ = py;
     Ok(ClassPlan {
-        _ty: cls.clone().unbind(),
         placeholder,
         kind,
         module,
@@ -613,7 +701,6 @@ fn custom_plan(py: Python<'_>, cls: &Bound<'_, PyAny>) -> Result<ClassPlan, Enco
     let (module, qualname) = checked_names(module, qualname)?;
     let _ = py;
     Ok(ClassPlan {
-        _ty: cls.clone().unbind(),
         placeholder: false,
         kind: ObjectKind::Custom,
         module,
