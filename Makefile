@@ -10,7 +10,7 @@ SMOKE_FUZZ_SECONDS ?= 30
 CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
 
 .PHONY: all venv build build-release test test-rust test-python test-pythons test-core \
-        wheel test-wheel fuzz-smoke fuzz fuzz-rust fuzz-python lint bench clean
+        wheel test-wheel test-generic fuzz-smoke fuzz fuzz-rust fuzz-python lint bench clean
 
 # The CPythons amber supports. `make test` runs the full suite in $(VENV) (made with
 # $(PYTHON)) and CORE_TESTS on each other version it finds, as `python3.X` on PATH or through
@@ -44,7 +44,7 @@ build: $(PY)
 build-release: $(PY)
 	$(MATURIN) develop --quiet --release --extras bench,contrib-test
 
-test: build test-rust test-python test-pythons test-wheel fuzz-smoke
+test: build test-rust test-python test-pythons test-wheel test-generic fuzz-smoke
 
 test-rust:
 	cargo test --workspace --exclude amber-py --quiet
@@ -121,6 +121,26 @@ test-wheel: $(PY)
 	grep -q 'Incompatible types in assignment (expression has type "bytes"' \
 		$(WHEEL_TEST)/mypy_bad.txt
 	@echo "wheel and sdist: built, installed alone, checked"
+
+# The build for CPythons whose private layouts amber does not know (3.14 and later, see
+# crates/amber-py/build.rs): the fast paths compiled out, forced here by
+# AMBER_GENERIC_LAYOUTS=1 on the default interpreter and installed from a wheel into a venv of
+# its own. It must pass the core suite, and write the same bytes as the usual build for a
+# corpus of the values where the layouts matter (tests/_same_bytes.py).
+GENERIC := target/generic
+test-generic: $(PY)
+	rm -rf $(GENERIC)/wheel
+	AMBER_GENERIC_LAYOUTS=1 $(MATURIN) build --quiet --profile dev -i $(PY) --out $(GENERIC)/wheel
+	@test -x $(GENERIC)/venv/bin/python || $(PY) -m venv $(GENERIC)/venv
+	$(GENERIC)/venv/bin/pip install --quiet "$$(echo $(GENERIC)/wheel/*.whl)[test]"
+	$(GENERIC)/venv/bin/pip install --quiet --force-reinstall --no-deps $(GENERIC)/wheel/*.whl
+	AMBER_GENERIC_LAYOUTS=1 $(GENERIC)/venv/bin/python -m pytest -q -p no:cacheprovider \
+		$(CORE_TESTS)
+	$(PY) tests/_same_bytes.py > $(GENERIC)/fast.txt
+	$(GENERIC)/venv/bin/python tests/_same_bytes.py > $(GENERIC)/generic.txt
+	cmp $(GENERIC)/fast.txt $(GENERIC)/generic.txt
+	@echo "generic build: core suite passed; same bytes as the fast build for" \
+		"$$(wc -l < $(GENERIC)/fast.txt) payloads"
 
 # A short run of both fuzzers on every `make test`; `make fuzz` runs them for longer.
 fuzz-smoke:

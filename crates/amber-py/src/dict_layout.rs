@@ -3,8 +3,9 @@
 //! `PyDict_Next` is a call with a dozen checks per item, and a dict's values can only be set
 //! through a lookup of their key. Both walk the same table: a header, an index table, then
 //! the entries in insertion order. That layout is CPython's private one, the same from 3.11
-//! to 3.14 on builds with the GIL; module init checks it on the running interpreter
-//! ([`check`]), and where it does not hold, [`known`] is false and callers use the C-API.
+//! to 3.13 (and, unchecked, 3.14) on builds with the GIL. It is read only where build.rs set
+//! `amber_known_layouts` (3.10 to 3.13, GIL builds) and module init confirmed it on the
+//! running interpreter ([`check`]); elsewhere [`known`] is false and callers use the C-API.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -217,7 +218,7 @@ pub unsafe fn copies_whole(dict: *mut ffi::PyObject, len: usize) -> bool {
 /// [`Items`] with `PyDict_Next` on each, and writes a value through [`str_entry`] that
 /// `PyDict_GetItem` must then find.
 pub fn check() {
-    #[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
+    #[cfg(all(Py_3_11, amber_known_layouts))]
     {
         // SAFETY: called with the GIL held (module init); every object is made and released
         // here, and entries are read only once a header says the table is the expected one.
@@ -226,7 +227,7 @@ pub fn check() {
     }
 }
 
-#[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
+#[cfg(all(Py_3_11, amber_known_layouts))]
 unsafe fn layout_matches() -> bool {
     // SAFETY: see check.
     unsafe {
@@ -284,7 +285,7 @@ unsafe fn layout_matches() -> bool {
 }
 
 /// Whether `dict`'s table is a fresh minimum-size table of `kind` holding `pairs` in order.
-#[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
+#[cfg(all(Py_3_11, amber_known_layouts))]
 unsafe fn small_table_holds(
     dict: *mut ffi::PyObject,
     kind: u8,
@@ -321,7 +322,7 @@ unsafe fn small_table_holds(
 
 /// Whether [`Items`], reading the table, gives what `PyDict_Next` gives for `dict`, with the
 /// same position after each item.
-#[cfg(all(Py_3_11, not(Py_3_15), not(Py_GIL_DISABLED)))]
+#[cfg(all(Py_3_11, amber_known_layouts))]
 unsafe fn walks_like_dict_next(dict: *mut ffi::PyObject) -> bool {
     // SAFETY: dict is live; both walks only read it.
     unsafe {

@@ -12,9 +12,11 @@ use pyo3_ffi as ffi;
 
 static DIGITS_ARE_30_BITS: AtomicBool = AtomicBool::new(false);
 
-/// Records whether the running interpreter uses 30-bit digits (`sys.int_info`).
+/// Records whether the running interpreter uses 30-bit digits (`sys.int_info`). Where
+/// build.rs did not set `amber_known_layouts` (a CPython whose int layout this does not
+/// know), never: every int then goes through `PyLong_AsLongLongAndOverflow`.
 pub fn set_digit_bits(bits: u32) {
-    DIGITS_ARE_30_BITS.store(bits == 30, Ordering::Relaxed);
+    DIGITS_ARE_30_BITS.store(cfg!(amber_known_layouts) && bits == 30, Ordering::Relaxed);
 }
 
 #[cfg(not(Py_3_12))]

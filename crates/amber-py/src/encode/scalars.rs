@@ -204,6 +204,10 @@ impl PyEncoder<'_> {
 /// those are a bare `PyASCIIObject`, with their characters where the utf8 field would be.
 #[inline(always)]
 unsafe fn cached_utf8<'a>(obj: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    // The utf8 field is private: read only on the versions build.rs knows.
+    if !cfg!(amber_known_layouts) {
+        return None;
+    }
     // SAFETY: obj is a str (per the contract); a compact str that is not ASCII is laid out
     // as a PyCompactUnicodeObject, whose utf8 field is NULL or points to utf8_length bytes
     // owned by the str.
