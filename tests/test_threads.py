@@ -417,3 +417,58 @@ def varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def text_bytes(size: int) -> bytes:
+    """``size`` bytes of words: compresses, but not to nothing."""
+    rng = random.Random(7)
+    words = [
+        "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(3000)
+    ]
+    out = bytearray()
+    while len(out) < size:
+        out += " ".join(rng.choices(words, k=1000)).encode()
+    return bytes(out[:size])
+
+
+def ran_meanwhile(operation: Callable[[], object]) -> tuple[int, float]:
+    """How many times another thread ran Python code in the middle half of ``operation``, and
+    how long the operation took. While a call holds the GIL throughout, that count is 0: the
+    other thread runs only at the edges, when the caller is switched out in Python code on
+    its way in or out (for long, on a busy machine: hence the margins)."""
+    stamps: list[float] = []
+    stop = threading.Event()
+
+    def count() -> None:
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+            for _ in range(100):
+                pass
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    time.sleep(0.01)
+    start = time.perf_counter()
+    operation()
+    end = time.perf_counter()
+    stop.set()
+    counter.join()
+    margin = max((end - start) / 4, 0.01)
+    return sum(start + margin < t < end - margin for t in stamps), end - start
+
+
+@pytest.mark.parametrize("compress", ["zstd", "lz4", None])
+def test_large_envelopes_release_the_gil(compress: str | None) -> None:
+    """Compressing, signing, verifying and decompressing a large payload let other threads
+    run; walking the objects (here one bytes object, a copy) is short beside it. (Without the
+    release, the count is 0: a call into the extension never gives up the GIL by itself.)"""
+    value = text_bytes(24 << 20)
+    data = amber.dumps(value, compress=compress, key=KEY)
+    budget = {"max_alloc": 1 << 30}
+    for operation in (
+        lambda: amber.dumps(value, compress=compress, key=KEY),
+        lambda: amber.loads(data, key=KEY, **budget),
+    ):
+        meanwhile, took = ran_meanwhile(operation)
+        assert took > 0.04, "long enough to tell"
+        assert meanwhile > 0

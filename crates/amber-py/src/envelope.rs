@@ -1,13 +1,25 @@
 //! The Python side of signed and compressed payloads: `amber.SigningKey`, the `key=`,
 //! `timestamp=`, `compress=`, `level=`, `max_age=` and `max_decompressed=` options, and the
 //! clock. All checking of bytes is `amber_format::envelope`'s.
+//!
+//! Compressing, decompressing and signing a large payload run without the GIL, so that other
+//! threads run meanwhile (two threads compress at once on two cores): see [`DETACH_MIN`].
 
 use amber_format::envelope::{
     self, Algorithm, Compression, EnvelopeInfo, SealOptions, DEFAULT_ZSTD_LEVEL, ZSTD_LEVELS,
 };
+use amber_format::header::{ENVELOPE_FLAGS, FLAG_COMPRESSED};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
+
+/// Payloads of at least this many bytes are sealed and opened with the GIL released. Below
+/// it, releasing and taking back the GIL would cost more than it lets other threads gain: a
+/// release costs well under a microsecond alone, but a thread that gives up the GIL while
+/// others want it waits for it again (up to the switch interval, 5 ms by default), and zstd,
+/// lz4 and HMAC-SHA256 get through 64 KiB in some 20 to 200 µs. (Measured in
+/// `bench/threads.py`.)
+pub const DETACH_MIN: usize = 64 * 1024;
 
 /// A secret for signing and verifying payloads, and the id that names it in them.
 ///
@@ -219,9 +231,22 @@ impl SealConfig {
             | envelope::SealError::Compressor(_)
             | envelope::SealError::OutputLength { .. } => PyRuntimeError::new_err(e.to_string()),
         };
-        let sealed = envelope::prepare(payload, &options).map_err(refused)?;
+        if payload.len() < DETACH_MIN {
+            let sealed = envelope::prepare(payload, &options).map_err(refused)?;
+            return PyBytes::new_with(py, sealed.len(), |out| {
+                sealed.write_into(out).map_err(refused)
+            });
+        }
+        // Why: `payload` is the bytes object the encode has just made, which nothing else
+        // holds yet, and bytes never change, so no Python code can touch what the compressor
+        // reads; the key and options are Rust values.
+        let sealed = py
+            .detach(|| envelope::prepare(payload, &options))
+            .map_err(refused)?;
         PyBytes::new_with(py, sealed.len(), |out| {
-            sealed.write_into(out).map_err(refused)
+            // Why: `out` is the new bytes object's memory, which no Python code can see
+            // before `new_with` returns it; hashing it for the signature needs no GIL.
+            py.detach(|| sealed.write_into(out)).map_err(refused)
         })
     }
 
@@ -308,6 +333,43 @@ impl OpenConfig {
             max_decompressed: self.max_decompressed,
             alloc_budget,
         }
+    }
+}
+
+/// Opens the envelope of `data`, as `amber_format::open` does, with the GIL released when
+/// that is worth it: `data` is compressed or signed, and large or decompressing into a large
+/// body. `frozen` says that no Python code can change `data` meanwhile (it is the memory of a
+/// `bytes` object, held by the caller); only then is the GIL released.
+pub fn open<'a>(
+    py: Python<'_>,
+    data: &'a [u8],
+    options: &envelope::OpenOptions<'_>,
+    frozen: bool,
+) -> Result<envelope::Opened<'a>, amber_format::DecodeError> {
+    if frozen && open_work(data) >= DETACH_MIN {
+        // Why: a bytes object never changes and the caller holds it, so the input stays as it
+        // is while other threads run; everything else read here is a Rust value. A bytearray
+        // or another buffer is never `frozen`: its export pins its size, but another thread
+        // could write into it while it is hashed or decompressed.
+        py.detach(|| amber_format::open(data, options))
+    } else {
+        amber_format::open(data, options)
+    }
+}
+
+/// How many bytes opening `data` hashes or makes: 0 for a plain payload; the input for a
+/// signed one; for a compressed one, the body it declares, if larger (whether that size is
+/// allowed is for `open` to check).
+fn open_work(data: &[u8]) -> usize {
+    let flags = data.get(2).map_or(0, |f| f & ENVELOPE_FLAGS);
+    if flags == 0 {
+        0
+    } else if flags & FLAG_COMPRESSED == 0 {
+        data.len()
+    } else {
+        envelope::inspect(data).map_or(data.len(), |info| {
+            usize::try_from(info.size).map_or(usize::MAX, |size| size.max(data.len()))
+        })
     }
 }
 

@@ -434,8 +434,10 @@ fn loads_impl(
     let buffers = check_buffers(buffers)?;
     let buffers = buffers.as_deref();
     let now = envelope.now(py)?;
+    // SAFETY: a type check on a live object.
+    let frozen = unsafe { ffi::PyBytes_Check(data.as_ptr()) } != 0;
     with_input(py, data, "loads()", |slice| {
-        decode::decode_bytes(py, slice, limits, envelope, now, classes, buffers)
+        decode::decode_bytes(py, slice, frozen, limits, envelope, now, classes, buffers)
             .map_err(|f| decode_error(py, f))
     })
 }

@@ -12,7 +12,7 @@ mod oob;
 mod scalars;
 
 use amber_format::trace::{Trace, Tracer};
-use amber_format::{decode_body, open, BuildError, DecodeError, Limits};
+use amber_format::{decode_body, BuildError, DecodeError, Limits};
 use pyo3::prelude::*;
 
 use crate::envelope::OpenConfig;
@@ -80,10 +80,13 @@ pub enum DecodeFailure {
 
 /// Decodes `data` into a new Python object: opens its envelope as `envelope` allows (a plain
 /// payload opens as it is; `now` is the clock for timestamps), then builds the body;
-/// `buffers` are the caller's out-of-band buffers.
+/// `buffers` are the caller's out-of-band buffers. `frozen`: `data` is a `bytes` object's, so
+/// a large envelope may be opened without the GIL (see [`crate::envelope::open`]).
+#[allow(clippy::too_many_arguments)]
 pub fn decode_bytes(
     py: Python<'_>,
     data: &[u8],
+    frozen: bool,
     limits: &Limits,
     envelope: &OpenConfig,
     now: u64,
@@ -92,7 +95,8 @@ pub fn decode_bytes(
 ) -> Result<Py<PyAny>, DecodeFailure> {
     // One budget for the whole decode, from the input as given.
     let options = envelope.options(now, limits.alloc_budget(data.len()));
-    let opened = open(data, &options).map_err(|e| DecodeFailure::Format(e, None))?;
+    let opened = crate::envelope::open(py, data, &options, frozen)
+        .map_err(|e| DecodeFailure::Format(e, None))?;
     let body = opened.body();
     // The hashing budget grows with what is decoded: a decompressed body may be longer
     // than the input.
