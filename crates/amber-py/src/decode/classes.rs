@@ -112,28 +112,25 @@ fn plan_cache() -> &'static Mutex<PlanCache> {
     CACHE.get_or_init(|| Mutex::new(PlanCache::default()))
 }
 
-/// Whether the weak reference `weak` still refers to `class`, a live object.
+/// The start of CPython's `PyWeakReference`: the object header, then the referent (set to
+/// `None` when the referent dies, before its memory is freed). This is what the public macro
+/// `PyWeakref_GET_OBJECT` of CPython 3.10 to 3.13 reads.
+#[repr(C)]
+struct WeakRefHead {
+    ob_base: ffi::PyObject,
+    wr_object: *mut ffi::PyObject,
+}
+
+/// Whether the weak reference `weak` still refers to `class`, a live object: a pointer
+/// comparison. A dead referent reads as `None`, never a class; and while `class` is alive no
+/// other object can have its address, so equal addresses mean the same class.
+#[inline]
 fn refers_to(weak: &Py<PyAny>, class: *mut ffi::PyObject) -> bool {
-    let mut target: *mut ffi::PyObject = std::ptr::null_mut();
-    // SAFETY: `weak` is a live weakref.ref this module made and holds; the GIL is held (the
-    // caller holds `class` through a Python API). GetRef stores a new reference to the
-    // referent (1), or NULL when it is dead (0), or fails (-1) only for an object that is not
-    // a weak reference.
-    match unsafe { ffi::compat::PyWeakref_GetRef(weak.as_ptr(), &mut target) } {
-        1 => {
-            // SAFETY: `target` is the new reference GetRef gave us. The referent had other
-            // references before ours (it was alive), so giving ours back never frees it and
-            // runs no code.
-            unsafe { ffi::Py_DECREF(target) };
-            target == class
-        }
-        0 => false,
-        _ => {
-            // SAFETY: the GIL is held; the error is not ours to report, the entry just misses.
-            unsafe { ffi::PyErr_Clear() };
-            false
-        }
-    }
+    // SAFETY: `weak` is a live `weakref.ref` (an exact `_PyWeakReference`, made by
+    // PyWeakref_NewRef in this module) that we hold, so its header and referent field can be
+    // read; the GIL is held, so nothing writes them meanwhile. Only the pointer is compared,
+    // nothing is read through it.
+    unsafe { (*weak.as_ptr().cast::<WeakRefHead>()).wr_object == class }
 }
 
 /// The cached plan of the live class `class` for `key`, if there is one.

@@ -57,28 +57,25 @@ fn plan_cache() -> &'static PlanCache {
     CACHE.get_or_init(|| Mutex::new(FxHashMap::default()))
 }
 
-/// Whether the weak reference `weak` still refers to `class`, a live object.
+/// The start of CPython's `PyWeakReference`: the object header, then the referent (set to
+/// `None` when the referent dies, before its memory is freed). This is what the public macro
+/// `PyWeakref_GET_OBJECT` of CPython 3.10 to 3.13 reads.
+#[repr(C)]
+struct WeakRefHead {
+    ob_base: ffi::PyObject,
+    wr_object: *mut ffi::PyObject,
+}
+
+/// Whether the weak reference `weak` still refers to `class`, a live object: a pointer
+/// comparison. A dead referent reads as `None`, never a class; and while `class` is alive no
+/// other object can have its address, so equal addresses mean the same class.
+#[inline]
 fn refers_to(weak: &Py<PyAny>, class: *mut ffi::PyObject) -> bool {
-    let mut target: *mut ffi::PyObject = std::ptr::null_mut();
-    // SAFETY: `weak` is a live weakref.ref this module made and holds; the GIL is held (the
-    // caller holds `class`, a live object, through a Python API). GetRef stores a new
-    // reference to the referent (1), or NULL when it is dead (0), or fails with -1 only for
-    // an object that is not a weak reference.
-    match unsafe { ffi::compat::PyWeakref_GetRef(weak.as_ptr(), &mut target) } {
-        1 => {
-            // SAFETY: `target` is the new reference GetRef gave us. The referent had other
-            // references before ours (it was alive), so giving ours back never frees it and
-            // runs no code.
-            unsafe { ffi::Py_DECREF(target) };
-            target == class
-        }
-        0 => false,
-        _ => {
-            // SAFETY: the GIL is held; the error is not ours to report, the entry just misses.
-            unsafe { ffi::PyErr_Clear() };
-            false
-        }
-    }
+    // SAFETY: `weak` is a live `weakref.ref` (an exact `_PyWeakReference`, made by
+    // PyWeakref_NewRef in this module) that we hold, so its header and referent field can be
+    // read; the GIL is held, so nothing writes them meanwhile. Only the pointer is compared,
+    // nothing is read through it.
+    unsafe { (*weak.as_ptr().cast::<WeakRefHead>()).wr_object == class }
 }
 
 /// The cached plan of the live class `ty`, if there is one.
@@ -140,7 +137,9 @@ pub(crate) struct ShapeTable {
     count: usize,
     /// Every class this encode has met, held until it ends, with its plan: the encoder's
     /// shortcuts are keyed by class address (`last_plan`, the shapes above), so no class may
-    /// die and give its address to another while they are in use.
+    /// die and give its address to another while they are in use. The first class met is
+    /// kept apart, so that a payload of one class allocates no table for it.
+    first_plan: Option<(usize, PyObj, Arc<ClassPlan>)>,
     plans: FxHashMap<usize, (PyObj, Arc<ClassPlan>)>,
 }
 
@@ -219,17 +218,27 @@ impl PyEncoder<'_> {
                 return Ok(plan.clone());
             }
         }
-        let plan = match self.shapes.plans.get(&(ty as usize)) {
-            Some((_, plan)) => plan.clone(),
+        let key = ty as usize;
+        let held = match &self.shapes.first_plan {
+            Some((first, _, plan)) if *first == key => Some(plan.clone()),
+            _ => self.shapes.plans.get(&key).map(|(_, plan)| plan.clone()),
+        };
+        let plan = match held {
+            Some(plan) => plan,
             None => {
                 let plan = self.plan_from_cache(ty)?;
                 // Held until the encode ends: see ShapeTable::plans.
                 let class = hold(ty.cast());
-                self.shapes.plans.insert(ty as usize, (class, plan.clone()));
+                match self.shapes.first_plan {
+                    None => self.shapes.first_plan = Some((key, class, plan.clone())),
+                    Some(_) => {
+                        self.shapes.plans.insert(key, (class, plan.clone()));
+                    }
+                }
                 plan
             }
         };
-        self.last_plan = Some((ty as usize, plan.clone()));
+        self.last_plan = Some((key, plan.clone()));
         Ok(plan)
     }
 
