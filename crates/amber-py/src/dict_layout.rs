@@ -49,6 +49,8 @@ struct GeneralEntry {
     value: *mut ffi::PyObject,
 }
 
+// Only the layout check builds a general (non-str-keyed) table to look at.
+#[cfg(all(Py_3_11, amber_known_layouts))]
 const KIND_GENERAL: u8 = 0;
 const KIND_STR_KEYS: u8 = 1;
 

@@ -10,6 +10,7 @@ mod fastcall;
 mod helpers;
 mod object;
 mod pylong;
+mod weak_class;
 
 use amber_format::limits::{DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH};
 use amber_format::Limits;

@@ -23,6 +23,7 @@ use rustc_hash::FxHashMap;
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::helpers;
 use crate::object::PyObj;
+use crate::weak_class::refers_to;
 
 /// `encode_plan`'s code for `amber.Placeholder`, which is not a payload kind.
 const PLACEHOLDER: u8 = 255;
@@ -55,27 +56,6 @@ type PlanCache = Mutex<FxHashMap<usize, CacheEntry>>;
 fn plan_cache() -> &'static PlanCache {
     static CACHE: OnceLock<PlanCache> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(FxHashMap::default()))
-}
-
-/// The start of CPython's `PyWeakReference`: the object header, then the referent (set to
-/// `None` when the referent dies, before its memory is freed). This is what the public macro
-/// `PyWeakref_GET_OBJECT` of CPython 3.10 to 3.13 reads.
-#[repr(C)]
-struct WeakRefHead {
-    ob_base: ffi::PyObject,
-    wr_object: *mut ffi::PyObject,
-}
-
-/// Whether the weak reference `weak` still refers to `class`, a live object: a pointer
-/// comparison. A dead referent reads as `None`, never a class; and while `class` is alive no
-/// other object can have its address, so equal addresses mean the same class.
-#[inline]
-fn refers_to(weak: &Py<PyAny>, class: *mut ffi::PyObject) -> bool {
-    // SAFETY: `weak` is a live `weakref.ref` (an exact `_PyWeakReference`, made by
-    // PyWeakref_NewRef in this module) that we hold, so its header and referent field can be
-    // read; the GIL is held, so nothing writes them meanwhile. Only the pointer is compared,
-    // nothing is read through it.
-    unsafe { (*weak.as_ptr().cast::<WeakRefHead>()).wr_object == class }
 }
 
 /// The cached plan of the live class `ty`, if there is one.
