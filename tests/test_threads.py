@@ -461,14 +461,19 @@ def ran_meanwhile(operation: Callable[[], object]) -> tuple[int, float]:
 def test_large_envelopes_release_the_gil(compress: str | None) -> None:
     """Compressing, signing, verifying and decompressing a large payload let other threads
     run; walking the objects (here one bytes object, a copy) is short beside it. (Without the
-    release, the count is 0: a call into the extension never gives up the GIL by itself.)"""
-    value = text_bytes(24 << 20)
-    data = amber.dumps(value, compress=compress, key=KEY)
-    budget = {"max_alloc": 1 << 30}
-    for operation in (
-        lambda: amber.dumps(value, compress=compress, key=KEY),
-        lambda: amber.loads(data, key=KEY, **budget),
-    ):
-        meanwhile, took = ran_meanwhile(operation)
+    release, the count is 0: a call into the extension never gives up the GIL by itself.)
+    The payload grows until each call takes long enough to tell, which depends on the build."""
+    size = 16 << 20
+    while True:
+        value = text_bytes(size)
+        data = amber.dumps(value, compress=compress, key=KEY)
+        results = [
+            ran_meanwhile(lambda v=value: amber.dumps(v, compress=compress, key=KEY)),
+            ran_meanwhile(lambda d=data: amber.loads(d, key=KEY, max_alloc=1 << 30)),
+        ]
+        if min(took for _, took in results) > 0.1 or size >= 128 << 20:
+            break
+        size *= 2
+    for meanwhile, took in results:
         assert took > 0.04, "long enough to tell"
         assert meanwhile > 0

@@ -280,8 +280,8 @@ class StreamWriter:
     """
 
     def __init__(self, file: PathLike | IO[bytes], **dumps_options: Any) -> None:
-        # Reentrant: a failed write aborts the writer while holding it.
-        self._lock = threading.RLock()
+        # Held while a frame is written; the methods called under it use _abort, not abort.
+        self._lock = threading.Lock()
         self._dumps = _bind(dumps, dumps_options)
         self._count = 0
         self._closed = False
@@ -335,7 +335,8 @@ class StreamWriter:
             raise ValueError("write to a closed StreamWriter")
         payload = self._dumps(obj)  # outside the lock: threads encode at the same time
         with self._lock:
-            self._check_open()
+            if self._closed:
+                raise ValueError("write to a closed StreamWriter")
             self._write_frame(payload)
 
     def write_payload(self, payload: Buffer) -> None:
@@ -376,7 +377,7 @@ class StreamWriter:
                 os.replace(self._temp, self._target)
                 self._temp = None
         except BaseException:
-            self.abort()
+            self._abort()
             raise
         self._closed = True
 
@@ -443,7 +444,7 @@ class StreamWriter:
                 self._write(_varint(length))
                 self._write(payload)
         except BaseException:
-            self.abort()
+            self._abort()
             raise
         self._count += 1
 
@@ -451,7 +452,7 @@ class StreamWriter:
         try:
             self._write(part)
         except BaseException:
-            self.abort()
+            self._abort()
             raise
 
     def _discard_temp(self) -> None:
