@@ -183,6 +183,7 @@ bench: build-release
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
 	$(PY) bench/integrations.py --out bench/results
+	$(PY) bench/threads.py > bench/results/threads.md
 
 clean:
 	rm -rf target fuzz/target $(VENV) .venv-py3.* .tools
