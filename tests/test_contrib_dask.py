@@ -81,6 +81,19 @@ WHEN = datetime.datetime(2026, 11, 24, 9, 30, tzinfo=datetime.timezone.utc)
 N_RECORDS = 40
 
 
+def local_cluster(**options: Any) -> LocalCluster:
+    """Worker processes on 127.0.0.1, one thread each, no dashboard."""
+    return LocalCluster(
+        processes=True,
+        threads_per_worker=1,
+        host="127.0.0.1",
+        dashboard_address=None,
+        # The scheduler's HTTP server (health, metrics) runs even without a dashboard.
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        **options,
+    )
+
+
 def make_graph() -> dict[str, Any]:
     """Records sharing one set and one Point, an index of them, and two cycles."""
     tags = {"red", "blue"}
@@ -380,17 +393,7 @@ def client(point_allowed: None) -> Iterator[Client]:
     # The nannies hand this configuration to the worker processes they start.
     with (
         dask.config.set({"amber.options": {"types": [POINT_PATH]}, "amber.serializers": FAMILIES}),
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=None,
-            # The scheduler's HTTP server (health, metrics) runs even without a dashboard.
-            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            memory_limit="2GiB",
-            preload=["amber.contrib.dask"],
-        ) as cluster,
+        local_cluster(n_workers=2, memory_limit="2GiB", preload=["amber.contrib.dask"]) as cluster,
         Client(
             cluster,
             serializers=list(amber_dask.SERIALIZERS),
@@ -513,16 +516,7 @@ def test_disallowed_class_is_refused_where_it_is_decoded(client: Client) -> None
 
 def test_a_worker_without_the_preload_cannot_take_amber_frames(point_allowed: None) -> None:
     with (
-        LocalCluster(
-            n_workers=1,
-            processes=True,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=None,
-            # The scheduler's HTTP server (health, metrics) runs even without a dashboard.
-            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            memory_limit="1GiB",
-        ) as cluster,
+        local_cluster(n_workers=1, memory_limit="1GiB") as cluster,
         Client(
             cluster,
             serializers=list(amber_dask.SERIALIZERS),

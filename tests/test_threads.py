@@ -25,6 +25,7 @@ from typing import Any
 import amber
 import numpy as np
 import pytest
+from _common import varint
 from amber._compare import graph_diff
 
 THREADS = 8
@@ -408,15 +409,6 @@ def test_shared_stream_decoder(fast_switching: None) -> None:
     decoder.close()
     assert decoder.finished and decoder.index == len(messages)
     assert graph_diff(messages, sorted(taken, key=lambda m: m[0])) is None
-
-
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def text_bytes(size: int) -> bytes:

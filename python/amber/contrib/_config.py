@@ -22,7 +22,6 @@ __all__ = ["CONTENT_TYPE", "Codec", "OptionsError"]
 # The media type every integration sends and accepts.
 CONTENT_TYPE = "application/x-amber"
 
-_ENCODE_OPTIONS = ("refs", "max_depth", "custom", "canonical", "sort_keys", "compress", "level")
 _OPTION_NAMES = frozenset(
     {
         "types",
@@ -136,7 +135,7 @@ class Codec:
     (seconds or a ``timedelta``) turns on timestamps and refuses older payloads.
     """
 
-    __slots__ = ("_decoder", "_dump_options", "_encoder", "max_age", "signed")
+    __slots__ = ("_decoder", "_dump_options", "_encoder", "signed")
 
     def __init__(
         self,
@@ -178,7 +177,6 @@ class Codec:
         elif max_age is not None and not timestamp:
             raise OptionsError(f"{where}: max_age needs timestamp=True")
         self.signed = signing is not None
-        self.max_age = max_age
         self._dump_options: dict[str, Any] = {
             "refs": refs,
             "max_depth": max_depth,

@@ -22,7 +22,14 @@ from typing import Any
 from .. import ClassNotAllowedError, DecodeError, SignatureError
 from ._config import CONTENT_TYPE, Codec, OptionsError
 
-__all__ = ["Refusal", "check_headers", "check_max_size", "decode_body", "too_large"]
+__all__ = [
+    "Refusal",
+    "body_allowed",
+    "check_headers",
+    "check_max_size",
+    "decode_body",
+    "too_large",
+]
 
 
 class Refusal(Exception):
@@ -32,6 +39,11 @@ class Refusal(Exception):
         super().__init__(status, text)
         self.status = status
         self.text = text
+
+
+def body_allowed(status: int) -> bool:
+    """Whether a response of this status may carry a body (not 1xx, 204 or 304)."""
+    return status >= 200 and status not in (204, 304)
 
 
 def check_max_size(max_size: object, where: str) -> int:

@@ -28,7 +28,7 @@ from aiohttp.typedefs import LooseHeaders
 from multidict import CIMultiDict
 
 from ._config import CONTENT_TYPE, Codec
-from ._http import Refusal, check_headers, check_max_size, decode_body, too_large
+from ._http import Refusal, body_allowed, check_headers, check_max_size, decode_body, too_large
 
 __all__ = ["amber_response", "read_amber"]
 
@@ -50,7 +50,7 @@ def amber_response(
     real_headers: CIMultiDict[str] = CIMultiDict(headers or {})
     if hdrs.CONTENT_TYPE not in real_headers:
         real_headers[hdrs.CONTENT_TYPE] = CONTENT_TYPE
-    if data is None and (status < 200 or status in (204, 304)):
+    if data is None and not body_allowed(status):
         return web.Response(status=status, headers=real_headers)
     body = (codec if codec is not None else _DEFAULT_CODEC).dumps(data)
     return web.Response(body=body, status=status, headers=real_headers)

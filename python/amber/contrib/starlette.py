@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ._config import CONTENT_TYPE, Codec, OptionsError
-from ._http import Refusal, check_headers, check_max_size, decode_body, too_large
+from ._http import Refusal, body_allowed, check_headers, check_max_size, decode_body, too_large
 
 __all__ = ["DEFAULT_MAX_SIZE", "AmberBody", "AmberResponse", "read_amber"]
 
@@ -39,10 +39,6 @@ __all__ = ["DEFAULT_MAX_SIZE", "AmberBody", "AmberResponse", "read_amber"]
 DEFAULT_MAX_SIZE = 1024 * 1024
 
 _DEFAULT_CODEC = Codec(where="amber.contrib.starlette")
-
-
-def _body_allowed(status_code: int) -> bool:
-    return status_code >= 200 and status_code not in (204, 304)
 
 
 class AmberResponse(Response):
@@ -74,7 +70,7 @@ class AmberResponse(Response):
         super().__init__(content, status_code, headers, media_type, background)
 
     def render(self, content: Any) -> bytes:
-        if content is None and not _body_allowed(self.status_code):
+        if content is None and not body_allowed(self.status_code):
             return b""
         return self.codec.dumps(content)
 
