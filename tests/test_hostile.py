@@ -557,3 +557,44 @@ def test_legit_large_dicts_decode():
     # ints that share hash values in pairs (-1 and -2 hash alike) are fine
     pairs = {-1: "a", -2: "b"}
     assert amber.loads(amber.dumps(pairs)) == pairs
+
+
+# A list is registered before its items are decoded, so that a REF can close a cycle through
+# it; whatever Python code such a REF reaches meanwhile sees the unfinished list.
+
+
+def test_unfinished_list_handed_to_a_deque_is_a_valid_list() -> None:
+    # Found by the atheris smoke run: a deque whose items are a REF to the list that holds
+    # it. The unfinished list used to have NULL slots, and deque() iterating it crashed.
+    data = bytes.fromhex("ab 41 01 f1 01 76 09 03 5a 01 76 09 2d 93 00")
+    code = f"import amber; print(type(amber.loads(bytes.fromhex({data.hex()!r}))).__name__)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "list"
+
+
+class _Holder:
+    def __init__(self, state: object) -> None:
+        self.state = state
+
+
+def test_custom_decode_that_changes_an_unfinished_list_cannot_break_it() -> None:
+    def meddle(state: object) -> _Holder:
+        assert isinstance(state, list)
+        seen = list(state)  # iterating the unfinished list must be safe
+        state.clear()
+        state.extend(["meddled", seen])
+        return _Holder(state)
+
+    holder_type = amber.CustomType(_Holder, encode=lambda h: h.state, decode=meddle)
+    outer: list[object] = [1]
+    outer.append(_Holder(outer))
+    outer.append(2)
+    back = amber.loads(amber.dumps(outer, custom=[holder_type]), custom=[holder_type])
+    # The decode function saw [1], replaced the contents; the decoder then appended what was
+    # still to come instead of writing into slots that were no longer its own.
+    assert back[:2] == ["meddled", [1]]
+    assert isinstance(back[2], _Holder) and back[2].state is back
+    assert back[3] == 2

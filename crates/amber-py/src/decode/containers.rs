@@ -68,17 +68,42 @@ impl Builder for PyBuilder<'_, '_> {
 
     #[inline]
     fn list(&mut self, len: usize) -> Result<PyObj, BuildError> {
-        // SAFETY: creates a list whose len slots are NULL until list_set fills them in order;
-        // CPython's list code tolerates NULL slots in dealloc and GC traversal.
+        // Why empty: a REF may hand a list to Python code before its items are all decoded (a
+        // cycle through a deque, a class's __setstate__, a custom decode function). Made with
+        // room for len items but a size of 0, growing as list_set fills it, such a list is a
+        // valid shorter list; with len NULL slots, iterating it crashed the interpreter.
+        // SAFETY: PyList_New gives a new list with len allocated slots (or NULL with an error
+        // set, which own reports); a size of 0 makes none of them visible, and list_set then
+        // keeps size <= allocated.
         let ptr = unsafe { ffi::PyList_New(len as ffi::Py_ssize_t) };
+        if !ptr.is_null() {
+            // SAFETY: as above: the new list's size field, set as Py_SET_SIZE would.
+            unsafe { (*ptr.cast::<ffi::PyVarObject>()).ob_size = 0 };
+        }
         self.own(ptr)
     }
 
     #[inline]
     fn list_set(&mut self, list: &PyObj, index: usize, item: PyObj) {
-        // SAFETY: the decoder calls this once per index in 0..len of a list it created with
-        // that length; SET_ITEM steals the item reference.
-        unsafe { ffi::PyList_SET_ITEM(list.as_ptr(), index as ffi::Py_ssize_t, item.into_ptr()) };
+        let raw = list.as_ptr().cast::<ffi::PyListObject>();
+        let at = index as ffi::Py_ssize_t;
+        // SAFETY: `list` is a live list made by `list` above and the GIL is held. While no
+        // Python code has touched it, its size is `index` and a slot is allocated there: the
+        // item goes in and the size grows by one, as PyList_Append would do without its checks.
+        unsafe {
+            if (*raw).ob_base.ob_size == at && at < (*raw).allocated {
+                *(*raw).ob_item.add(index) = item.into_ptr();
+                (*raw).ob_base.ob_size = at + 1;
+                return;
+            }
+        }
+        // Python code reached the unfinished list through a REF and changed it: append, which
+        // is sound whatever it did. A failure (out of memory) leaves the item out.
+        // SAFETY: both are live objects; PyList_Append takes its own reference to the item.
+        if unsafe { ffi::PyList_Append(list.as_ptr(), item.as_ptr()) } != 0 {
+            // SAFETY: the GIL is held; the error is PyList_Append's own.
+            unsafe { ffi::PyErr_Clear() };
+        }
     }
 
     #[inline]
