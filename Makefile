@@ -10,7 +10,8 @@ SMOKE_FUZZ_SECONDS ?= 30
 CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
 
 .PHONY: all venv build build-release test test-rust test-python test-pythons test-core \
-        wheel test-wheel test-generic fuzz-smoke fuzz fuzz-rust fuzz-python lint bench clean
+        wheel test-wheel test-generic fuzz-smoke fuzz fuzz-rust fuzz-python lint lint-checks bench \
+        clean
 
 # The CPythons amber supports. `make test` runs the full suite in $(VENV) (made with
 # $(PYTHON)) and CORE_TESTS on each other version it finds, as `python3.X` on PATH or through
@@ -44,7 +45,7 @@ build: $(PY)
 build-release: $(PY)
 	$(MATURIN) develop --quiet --release --extras bench,contrib-test
 
-test: build test-rust test-python test-pythons test-wheel test-generic fuzz-smoke
+test: build lint-checks test-rust test-python test-pythons test-wheel test-generic fuzz-smoke
 
 test-rust:
 	cargo test --workspace --exclude amber-py --quiet
@@ -170,7 +171,10 @@ fuzz-python: $(PY)
 	$(PY) fuzz/atheris_loads.py fuzz/corpus/python -max_total_time=$(FUZZ_SECONDS) \
 		-max_len=4096 -print_final_stats=1
 
-lint: build
+# `make test` runs the checks on the build it has just made; `make lint` builds first.
+lint: build lint-checks
+
+lint-checks: $(PY)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 	$(VENV)/bin/ruff check python tests bench fuzz
