@@ -198,7 +198,7 @@ impl SealConfig {
             }),
             (Some(Algorithm::Zstd), Some(level)) => {
                 let range = *ZSTD_LEVELS.start() as u64..=*ZSTD_LEVELS.end() as u64;
-                let level = crate::int_option("level", level, range)? as i32;
+                let level = crate::options::int_option("level", level, range)? as i32;
                 Some(Compression::Zstd { level })
             }
         };
@@ -305,7 +305,7 @@ impl OpenConfig {
         }
         let max_decompressed = max_decompressed
             .filter(|v| !v.is_none())
-            .map(|v| crate::int_option("max_decompressed", v, 1..=u64::MAX))
+            .map(|v| crate::options::int_option("max_decompressed", v, 1..=u64::MAX))
             .transpose()?;
         Ok(OpenConfig {
             keys,

@@ -369,7 +369,7 @@ impl PyBuilder<'_, '_> {
             return Ok(());
         }
         // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
-        let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+        let mut view = crate::buffer::BufferView(unsafe { std::mem::zeroed() });
         let flags = ffi::PyBUF_WRITABLE | ffi::PyBUF_C_CONTIGUOUS;
         // SAFETY: asks a fresh numpy array for a writable C-contiguous view; -1 means an
         // exception is set (and view.obj stays NULL, so dropping the view is a no-op).

@@ -139,7 +139,7 @@ impl PyBuilder<'_, '_> {
     /// The length of a buffer that exports one C-contiguous block, or `buffer_mismatch`.
     fn oob_buffer_len(&mut self, buffer: &PyObj, index: u64) -> Result<u64, BuildError> {
         // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
-        let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+        let mut view = crate::buffer::BufferView(unsafe { std::mem::zeroed() });
         // SAFETY: asks for a plain C-contiguous view; -1 means an exception is set (and
         // view.obj stays NULL, so dropping the view is a no-op).
         if unsafe { ffi::PyObject_GetBuffer(buffer.as_ptr(), &mut view.0, ffi::PyBUF_SIMPLE) } < 0 {

@@ -898,7 +898,7 @@ impl PyEncoder<'_> {
         };
         let wire = array_wire_size(code).unwrap_or(1);
         // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
-        let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+        let mut view = crate::buffer::BufferView(unsafe { std::mem::zeroed() });
         // SAFETY: obj exports a contiguous buffer; NULL/-1 means an exception is set.
         if unsafe { ffi::PyObject_GetBuffer(obj, &mut view.0, ffi::PyBUF_SIMPLE) } < 0 {
             return Err(EncodeFail::python(self.py));

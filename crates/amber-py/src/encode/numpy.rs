@@ -224,7 +224,7 @@ impl PyEncoder<'_> {
         // SAFETY: obj is live; a new reference to it.
         let mut source = unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) };
         // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
-        let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+        let mut view = crate::buffer::BufferView(unsafe { std::mem::zeroed() });
         // SAFETY: asks for a C-contiguous read-only view without a format (numpy exports
         // every plain dtype that way); -1 means an exception is set.
         if unsafe { ffi::PyObject_GetBuffer(source.as_ptr(), &mut view.0, ffi::PyBUF_C_CONTIGUOUS) }
@@ -280,7 +280,7 @@ impl PyEncoder<'_> {
     ) -> Result<(), EncodeFail> {
         let exports = |flags: std::os::raw::c_int| {
             // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
-            let mut view = crate::BufferView(unsafe { std::mem::zeroed() });
+            let mut view = crate::buffer::BufferView(unsafe { std::mem::zeroed() });
             // SAFETY: asks for a view with that contiguity and no format (numpy exports
             // every plain dtype that way); -1 means an exception is set, which is cleared.
             // A failed GetBuffer leaves view.obj NULL, so dropping `view` is a no-op.

@@ -1,0 +1,64 @@
+//! Python buffers read in place: the view guard, and the bytes of a call's input.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3_ffi as ffi;
+
+/// Releases a buffer view when dropped.
+pub(crate) struct BufferView(pub(crate) ffi::Py_buffer);
+
+impl Drop for BufferView {
+    fn drop(&mut self) {
+        // SAFETY: the view was filled by a successful PyObject_GetBuffer; GIL held.
+        unsafe { ffi::PyBuffer_Release(&mut self.0) };
+    }
+}
+
+/// Runs `f` on the bytes of `data` (bytes, or any C-contiguous buffer), which `what` names in
+/// the TypeError for anything else.
+pub(crate) fn with_input<T>(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    what: &str,
+    f: impl FnOnce(&[u8]) -> PyResult<T>,
+) -> PyResult<T> {
+    let ptr = data.as_ptr();
+    // SAFETY: type check on a live object.
+    if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
+        // SAFETY: ptr is a bytes object kept alive by `data` for the whole call, and bytes
+        // are immutable.
+        let slice = unsafe {
+            std::slice::from_raw_parts(
+                ffi::PyBytes_AS_STRING(ptr).cast::<u8>(),
+                ffi::Py_SIZE(ptr) as usize,
+            )
+        };
+        return f(slice);
+    }
+    // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
+    let mut view = BufferView(unsafe { std::mem::zeroed() });
+    // SAFETY: asks for a C-contiguous read-only view; the exporter refuses otherwise.
+    if unsafe { ffi::PyObject_GetBuffer(ptr, &mut view.0, ffi::PyBUF_SIMPLE) } < 0 {
+        let cause = PyErr::take(py);
+        let err = PyTypeError::new_err(format!(
+            "{what} needs bytes, bytearray, memoryview or another C-contiguous buffer, got {}",
+            data.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ));
+        err.set_cause(py, cause);
+        return Err(err);
+    }
+    let len = view.0.len.max(0) as usize;
+    let slice: &[u8] = if len == 0 || view.0.buf.is_null() {
+        &[]
+    } else {
+        // SAFETY: the view exports len contiguous bytes and stays valid until `view` drops;
+        // the exporter cannot resize while exported.
+        unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
+    };
+    let result = f(slice);
+    drop(view);
+    result
+}

@@ -1,0 +1,168 @@
+//! One call of `dumps` or `loads` with its options checked: the encode or decode, the
+//! envelope, and the hand-over of out-of-band buffers.
+
+use amber_format::Limits;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use pyo3_ffi as ffi;
+
+use crate::buffer::with_input;
+use crate::envelope::{OpenConfig, SealConfig};
+use crate::errors::{decode_error, encode_error, EncodeError};
+use crate::options::{check_buffers, DecodeConfig, EncodeConfig};
+use crate::{decode, encode, object};
+
+impl EncodeConfig {
+    /// `dumps(obj)` with these options.
+    pub fn dumps(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
+        dumps_with(
+            py,
+            obj,
+            self.options,
+            self.custom.as_ref(),
+            self.buffer_callback.as_ref(),
+            &self.seal,
+        )
+    }
+}
+
+impl DecodeConfig {
+    /// `loads(data, buffers=buffers)` with these options.
+    pub fn loads(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        buffers: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        loads_with(
+            py,
+            data,
+            &self.limits,
+            &self.envelope,
+            &self.classes,
+            buffers,
+        )
+    }
+}
+
+/// An encode with these options, for [`EncodeConfig::dumps`] and for `dumps(obj)`, which
+/// needs no `EncodeConfig` (see `fastcall`).
+pub(crate) fn dumps_with(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    options: encode::Options,
+    custom: Option<&Py<PyAny>>,
+    buffer_callback: Option<&Py<PyAny>>,
+    seal: &SealConfig,
+) -> PyResult<Py<PyBytes>> {
+    let custom = custom.map(|c| {
+        // SAFETY: c is a live dict held by the caller for the whole encode.
+        unsafe { object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(c.as_ptr())) }
+    });
+    let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());
+    // Kept for a second walk should the callback fail (see `buffer_callback_error`).
+    let retry_custom = buffer_callback.and_then(|_| custom.clone());
+    let bytes = encode::encode(py, obj.as_ptr(), options, custom, oob.as_mut())
+        .map_err(|fail| encode_error(py, fail))?;
+    // SAFETY: encode returns a bytes object.
+    let mut bytes = unsafe {
+        Bound::from_owned_ptr(py, bytes.into_ptr())
+            .cast_into_unchecked::<PyBytes>()
+            .unbind()
+    };
+    if seal.active() {
+        // Before the buffers go out: a payload that cannot be sealed hands none over.
+        let sealed = seal.seal(py, bytes.as_bytes(py))?.unbind();
+        bytes = sealed;
+    }
+    if let (Some(callback), Some(oob)) = (buffer_callback, oob) {
+        // The payload is complete: hand over its buffers, in index order.
+        let buffers = oob.into_buffers();
+        let count = buffers.len();
+        for (index, (view, source)) in buffers.into_iter().enumerate() {
+            // SAFETY: view is a live memoryview we own; the Bound takes its own reference.
+            let view = unsafe { Bound::from_borrowed_ptr(py, view.as_ptr()) };
+            if let Err(err) = callback.bind(py).call1((view,)) {
+                let at = OutOfBandFailure {
+                    index,
+                    count,
+                    source,
+                };
+                return Err(buffer_callback_error(
+                    py,
+                    obj,
+                    options,
+                    retry_custom,
+                    at,
+                    err,
+                ));
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+/// Which buffer a `buffer_callback` refused.
+struct OutOfBandFailure {
+    index: usize,
+    count: usize,
+    /// The object of the graph the buffer was taken from.
+    source: object::PyObj,
+}
+
+/// The error for a `buffer_callback` that raised `err`. To say where the buffer's object
+/// sits, the graph is walked again up to that object (a second walk, but only on this error
+/// path); the `EncodeError` then carries its path, and `err` as its cause.
+#[cold]
+fn buffer_callback_error(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    options: encode::Options,
+    custom: Option<object::PyObj>,
+    at: OutOfBandFailure,
+    err: PyErr,
+) -> PyErr {
+    let mut finder = encode::OutOfBand::find(&at.source);
+    let walked = encode::encode(py, obj.as_ptr(), options, custom, Some(&mut finder));
+    let path = match walked {
+        Err(fail) if finder.found() => fail.path(),
+        // Class code gave the second walk another graph: the place is unknown.
+        _ => String::from("root"),
+    };
+    let kind = err
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    let message = format!(
+        "buffer_callback raised {kind}: {} for out-of-band buffer {} of {} at {path}",
+        err.value(py),
+        at.index,
+        at.count
+    );
+    let error = EncodeError::new_err(message);
+    let _ = error.value(py).setattr("path", path);
+    error.set_cause(py, Some(err));
+    error
+}
+
+/// A decode with these options, for [`DecodeConfig::loads`] and for `loads(data)`, which
+/// needs no `DecodeConfig` (see `fastcall`).
+pub(crate) fn loads_with(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    limits: &Limits,
+    envelope: &OpenConfig,
+    classes: &decode::ClassOptions,
+    buffers: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let buffers = check_buffers(buffers)?;
+    let buffers = buffers.as_deref();
+    let now = envelope.now(py)?;
+    // SAFETY: a type check on a live object.
+    let frozen = unsafe { ffi::PyBytes_Check(data.as_ptr()) } != 0;
+    with_input(py, data, "loads()", |slice| {
+        decode::decode_bytes(py, slice, frozen, limits, envelope, now, classes, buffers)
+            .map_err(|f| decode_error(py, f))
+    })
+}
