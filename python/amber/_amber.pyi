@@ -20,6 +20,7 @@ __all__ = [
     "Encoder",
     "SignatureError",
     "SigningKey",
+    "_callbacks",
     "_dict_layout_known",
     "_trace",
     "dumps",
@@ -56,6 +57,7 @@ _BufferCallback = Callable[[memoryview], object] | None
 _Secret = bytes | bytearray | memoryview | str
 _Compress = Literal["zstd", "lz4"] | None
 _MaxAge = float | timedelta | None
+_Clock = Callable[[], int] | None
 
 class _EnvelopeInfo(TypedDict):
     signed: bool
@@ -101,6 +103,7 @@ def dumps(
     timestamp: bool = False,
     compress: _Compress = None,
     level: int | None = None,
+    clock: _Clock = None,
 ) -> bytes: ...
 def loads(
     data: Buffer,
@@ -115,6 +118,7 @@ def loads(
     key: _Key = None,
     max_age: _MaxAge = None,
     max_decompressed: int | None = None,
+    clock: _Clock = None,
 ) -> Any: ...
 def _trace(
     data: Buffer,
@@ -125,7 +129,10 @@ def _trace(
     key: _Key = None,
 ) -> tuple[list[_TraceEvent], int, DecodeError | None, bytes | None]: ...
 def _dict_layout_known() -> bool: ...
-def verify(data: Buffer, *, key: _Key, max_age: _MaxAge = None) -> _EnvelopeInfo: ...
+def _callbacks() -> list[tuple[str, str]]: ...
+def verify(
+    data: Buffer, *, key: _Key, max_age: _MaxAge = None, clock: _Clock = None
+) -> _EnvelopeInfo: ...
 def envelope_info(data: Buffer) -> _EnvelopeInfo: ...
 
 @final
@@ -143,6 +150,7 @@ class Encoder:
         timestamp: bool = False,
         compress: _Compress = None,
         level: int | None = None,
+        clock: _Clock = None,
     ) -> Self: ...
     @property
     def refs(self) -> bool: ...
@@ -162,6 +170,8 @@ class Encoder:
     def compress(self) -> _Compress: ...
     @property
     def level(self) -> int | None: ...
+    @property
+    def clock(self) -> Callable[[], int] | None: ...
     def encode(self, obj: Any) -> bytes: ...
 
 @final
@@ -178,6 +188,7 @@ class Decoder:
         key: _Key = None,
         max_age: _MaxAge = None,
         max_decompressed: int | None = None,
+        clock: _Clock = None,
     ) -> Self: ...
     @property
     def max_depth(self) -> int: ...
@@ -189,4 +200,6 @@ class Decoder:
     def max_age(self) -> int | None: ...
     @property
     def max_decompressed(self) -> int | None: ...
+    @property
+    def clock(self) -> Callable[[], int] | None: ...
     def decode(self, data: Buffer, *, buffers: Iterable[Buffer] | None = None) -> Any: ...

@@ -1,6 +1,5 @@
 //! The Python side of signed and compressed payloads: `amber.SigningKey`, the `key=`,
-//! `timestamp=`, `compress=`, `level=`, `max_age=` and `max_decompressed=` options, and the
-//! clock. All checking of bytes is `amber_format::envelope`'s.
+//! `timestamp=`, `compress=`, `level=`, `max_age=`, `max_decompressed=` and `clock=` options. All checking of bytes is `amber_format::envelope`'s.
 //!
 //! Compressing, decompressing and signing a large payload run without the GIL, so that other
 //! threads run meanwhile (two threads compress at once on two cores): see [`DETACH_MIN`].
@@ -12,6 +11,8 @@ use amber_format::header::{ENVELOPE_FLAGS, FLAG_COMPRESSED};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::callbacks::Callback;
 
 /// Payloads of at least this many bytes are sealed and opened with the GIL released. Below
 /// it, releasing and taking back the GIL would cost more than it lets other threads gain: a
@@ -125,29 +126,32 @@ pub fn keys(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<envelope::SigningK
 }
 
 /// What `dumps` does to the payload it wrote.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct SealConfig {
     /// Boxed: a key holds two SHA-256 states, and this travels by value on every `dumps`.
     pub key: Option<Box<envelope::SigningKey>>,
     pub timestamp: bool,
     pub compression: Option<Compression>,
+    /// Where the timestamp comes from.
+    pub clock: Clock,
 }
 
 impl SealConfig {
-    /// Checks `key=`, `timestamp=`, `compress=` and `level=` together.
+    /// Checks `key=`, `timestamp=`, `compress=`, `level=` and `clock=` together.
     #[inline]
     pub fn new(
         key: Option<&Bound<'_, PyAny>>,
         timestamp: bool,
         compress: Option<&Bound<'_, PyAny>>,
         level: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SealConfig> {
         let given = |v: Option<&Bound<'_, PyAny>>| v.is_some_and(|v| !v.is_none());
-        if !given(key) && !timestamp && !given(compress) && !given(level) {
+        if !given(key) && !timestamp && !given(compress) && !given(level) && !given(clock) {
             // The common call, kept short: small payloads feel every step.
             return Ok(SealConfig::default());
         }
-        SealConfig::checked(key, timestamp, compress, level)
+        SealConfig::checked(key, timestamp, compress, level, clock)
     }
 
     fn checked(
@@ -155,11 +159,18 @@ impl SealConfig {
         timestamp: bool,
         compress: Option<&Bound<'_, PyAny>>,
         level: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<SealConfig> {
         let key = keys(key)?.into_iter().next().map(Box::new);
         if timestamp && key.is_none() {
             return Err(PyValueError::new_err(
                 "timestamp=True needs key=: an unsigned timestamp proves nothing",
+            ));
+        }
+        let clock = Clock::new(clock)?;
+        if clock.is_given() && !timestamp {
+            return Err(PyValueError::new_err(
+                "clock needs timestamp=True: without a timestamp the clock is never read",
             ));
         }
         let algorithm = match compress.filter(|c| !c.is_none()) {
@@ -206,6 +217,7 @@ impl SealConfig {
             key,
             timestamp,
             compression,
+            clock,
         })
     }
 
@@ -217,7 +229,11 @@ impl SealConfig {
     /// Wraps the plain `payload` into a new `bytes` object, reading the clock for a
     /// timestamp. The sealed payload is written straight into the object.
     pub fn seal<'py>(&self, py: Python<'py>, payload: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let timestamp = if self.timestamp { Some(now(py)?) } else { None };
+        let timestamp = if self.timestamp {
+            Some(self.clock.now(py)?)
+        } else {
+            None
+        };
         let options = SealOptions {
             key: self.key.as_deref(),
             timestamp,
@@ -268,39 +284,49 @@ impl SealConfig {
 }
 
 /// What `loads` accepts beyond a plain payload.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct OpenConfig {
     pub keys: Vec<envelope::SigningKey>,
     pub max_age: Option<u64>,
     pub max_decompressed: Option<u64>,
+    /// What `max_age` is judged against.
+    pub clock: Clock,
 }
 
 impl OpenConfig {
-    /// Checks `key=`, `max_age=` and `max_decompressed=` together.
+    /// Checks `key=`, `max_age=`, `max_decompressed=` and `clock=` together.
     #[inline]
     pub fn new(
         key: Option<&Bound<'_, PyAny>>,
         max_age: Option<&Bound<'_, PyAny>>,
         max_decompressed: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<OpenConfig> {
         let given = |v: Option<&Bound<'_, PyAny>>| v.is_some_and(|v| !v.is_none());
-        if !given(key) && !given(max_age) && !given(max_decompressed) {
+        if !given(key) && !given(max_age) && !given(max_decompressed) && !given(clock) {
             // The common call, kept short: small payloads feel every step.
             return Ok(OpenConfig::default());
         }
-        OpenConfig::checked(key, max_age, max_decompressed)
+        OpenConfig::checked(key, max_age, max_decompressed, clock)
     }
 
     fn checked(
         key: Option<&Bound<'_, PyAny>>,
         max_age: Option<&Bound<'_, PyAny>>,
         max_decompressed: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<OpenConfig> {
         let keys = keys(key)?;
         let max_age = max_age_option(max_age)?;
         if max_age.is_some() && keys.is_empty() {
             return Err(PyValueError::new_err(
                 "max_age needs key=: only a signed timestamp can be trusted",
+            ));
+        }
+        let clock = Clock::new(clock)?;
+        if clock.is_given() && max_age.is_none() {
+            return Err(PyValueError::new_err(
+                "clock needs max_age=: without an age limit the clock is never read",
             ));
         }
         let max_decompressed = max_decompressed
@@ -311,6 +337,7 @@ impl OpenConfig {
             keys,
             max_age,
             max_decompressed,
+            clock,
         })
     }
 
@@ -318,7 +345,7 @@ impl OpenConfig {
     /// borrowing the input: the clock is Python code.
     pub fn now(&self, py: Python<'_>) -> PyResult<u64> {
         if self.max_age.is_some() {
-            now(py)
+            self.clock.now(py)
         } else {
             Ok(0)
         }
@@ -410,19 +437,53 @@ pub fn max_age_option(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>>
     Ok(Some(seconds.floor() as u64))
 }
 
-static CLOCK: pyo3::sync::PyOnceLock<Py<pyo3::types::PyModule>> = pyo3::sync::PyOnceLock::new();
+/// Where envelope times come from: the `clock=` a call passed, or amber's own clock
+/// (`amber._clock.now`, looked up on each read so that a test may replace it).
+#[derive(Default)]
+pub enum Clock {
+    #[default]
+    Amber,
+    /// A callable that returns whole seconds since 1970.
+    Given(Py<PyAny>),
+}
 
-/// The time from `amber._clock.now()`, looked up on every call so tests can replace it.
-pub fn now(py: Python<'_>) -> PyResult<u64> {
-    let module = CLOCK.get_or_try_init(py, || {
-        pyo3::types::PyModule::import(py, "amber._clock").map(Bound::unbind)
-    })?;
-    let value = module.bind(py).getattr("now")?.call0()?;
-    value.extract::<u64>().map_err(|_| {
-        PyValueError::new_err(format!(
-            "amber._clock.now() must return seconds since 1970 as an int of 0 or more, got {value}"
-        ))
-    })
+impl Clock {
+    /// `clock=`: None, or a callable (TypeError otherwise).
+    fn new(clock: Option<&Bound<'_, PyAny>>) -> PyResult<Clock> {
+        match clock.filter(|c| !c.is_none()) {
+            None => Ok(Clock::Amber),
+            Some(c) if c.is_callable() => Ok(Clock::Given(c.clone().unbind())),
+            Some(c) => Err(PyTypeError::new_err(format!(
+                "clock must be a callable that returns seconds since 1970, not {}",
+                c.get_type().name()?
+            ))),
+        }
+    }
+
+    fn is_given(&self) -> bool {
+        matches!(self, Clock::Given(_))
+    }
+
+    /// The callable a caller passed, if any.
+    pub fn given(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        match self {
+            Clock::Amber => None,
+            Clock::Given(c) => Some(c.clone_ref(py)),
+        }
+    }
+
+    /// The time, in whole seconds since 1970.
+    pub fn now(&self, py: Python<'_>) -> PyResult<u64> {
+        let (value, what) = match self {
+            Clock::Amber => (Callback::ClockNow.call(py, ())?, "amber._clock.now()"),
+            Clock::Given(c) => (c.bind(py).call0()?, "clock()"),
+        };
+        value.extract::<u64>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "{what} must return seconds since 1970 as an int of 0 or more, got {value}"
+            ))
+        })
+    }
 }
 
 /// `info` as the dict `verify` and `envelope_info` return.

@@ -6,13 +6,13 @@
 
 mod buffer;
 mod call;
+mod callbacks;
 mod decode;
 mod dict_layout;
 mod encode;
 mod envelope;
 mod errors;
 mod fastcall;
-mod helpers;
 mod object;
 mod options;
 mod pylong;
@@ -46,7 +46,8 @@ fn dict_layout_known() -> bool {
 }
 
 /// dumps(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None,
-///       timestamp=False, compress=None, level=None, canonical=False, sort_keys=False) -> bytes
+///       timestamp=False, compress=None, level=None, canonical=False, sort_keys=False,
+///       clock=None) -> bytes
 ///
 /// Encodes `obj` as an amber payload. Class instances are written by module and qualified
 /// name; `custom` is an iterable of `amber.CustomType` for classes written by the caller's
@@ -60,12 +61,13 @@ fn dict_layout_known() -> bool {
 /// `compress` ("zstd" or "lz4") compresses the payload when that makes it smaller (`level`:
 /// zstd's, 1 to 22, default 3; lz4 has none). `key` (bytes, str, `amber.SigningKey`, or a
 /// list of them, the first of which signs) signs the payload with HMAC-SHA256 after
-/// compressing it, and `timestamp=True` puts the time of signing into what is signed.
+/// compressing it, and `timestamp=True` puts the time of signing into what is signed:
+/// `clock()` if given (a callable returning whole seconds since 1970), else the system's.
 /// Out-of-band buffers are neither compressed nor signed: only the payload is.
 #[pyfunction]
 #[pyo3(
-    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false),
-    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False)"
+    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false, clock = None),
+    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False, clock=None)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn dumps(
@@ -81,6 +83,7 @@ fn dumps(
     level: Option<&Bound<'_, PyAny>>,
     canonical: bool,
     sort_keys: bool,
+    clock: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyBytes>> {
     EncodeConfig::new(
         py,
@@ -94,6 +97,7 @@ fn dumps(
         level,
         canonical,
         sort_keys,
+        clock,
     )?
     .dumps(py, obj)
 }
@@ -127,7 +131,7 @@ fn loads_default(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>>
 
 /// loads(data, *, max_depth=1000, max_alloc=None, types=None, custom=None,
 ///       unknown_fields="ignore", placeholders=False, buffers=None, key=None, max_age=None,
-///       max_decompressed=None) -> object
+///       max_decompressed=None, clock=None) -> object
 ///
 /// Decodes an amber payload from bytes or any C-contiguous buffer. A class instance is
 /// built only if its exact class is in `types` (or `custom`); otherwise
@@ -137,12 +141,13 @@ fn loads_default(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>>
 /// With `key` (one key or a list: any of them verifies) the payload must be signed by one of
 /// the keys, and the signature is checked before anything is decompressed or built
 /// (`SignatureError` otherwise); `max_age` (seconds or a timedelta) then refuses payloads
-/// signed longer ago, or not timestamped. A compressed payload is decompressed within the
-/// same `max_alloc` budget as the values it holds; `max_decompressed` caps its size too.
+/// signed longer ago, or not timestamped, by `clock()` if given (as for `dumps`). A
+/// compressed payload is decompressed within the same `max_alloc` budget as the values it
+/// holds; `max_decompressed` caps its size too.
 #[pyfunction]
 #[pyo3(
-    signature = (data, *, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, buffers = None, key = None, max_age = None, max_decompressed = None),
-    text_signature = "(data, *, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, buffers=None, key=None, max_age=None, max_decompressed=None)"
+    signature = (data, *, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, buffers = None, key = None, max_age = None, max_decompressed = None, clock = None),
+    text_signature = "(data, *, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, buffers=None, key=None, max_age=None, max_decompressed=None, clock=None)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn loads(
@@ -158,6 +163,7 @@ fn loads(
     key: Option<&Bound<'_, PyAny>>,
     max_age: Option<&Bound<'_, PyAny>>,
     max_decompressed: Option<&Bound<'_, PyAny>>,
+    clock: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     DecodeConfig::new(
         py,
@@ -170,11 +176,12 @@ fn loads(
         key,
         max_age,
         max_decompressed,
+        clock,
     )?
     .loads(py, data, buffers)
 }
 
-/// verify(data, *, key, max_age=None) -> dict
+/// verify(data, *, key, max_age=None, clock=None) -> dict
 ///
 /// Checks that `data` is signed by one of `key` (and, with `max_age`, fresh) without
 /// decompressing or decoding its body, and returns what its envelope says: `signed`,
@@ -182,19 +189,23 @@ fn loads(
 /// None), `compressed_size` and `size` (of the body, declared when compressed). Raises
 /// `SignatureError` or another `DecodeError` as `loads` would.
 #[pyfunction]
-#[pyo3(signature = (data, *, key, max_age = None), text_signature = "(data, *, key, max_age=None)")]
+#[pyo3(
+    signature = (data, *, key, max_age = None, clock = None),
+    text_signature = "(data, *, key, max_age=None, clock=None)"
+)]
 fn verify<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     key: &Bound<'py, PyAny>,
     max_age: Option<&Bound<'py, PyAny>>,
+    clock: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
     if key.is_none() {
         return Err(PyValueError::new_err(
             "verify() needs key=: the key or keys to check the signature with",
         ));
     }
-    let config = OpenConfig::new(Some(key), max_age, None)?;
+    let config = OpenConfig::new(Some(key), max_age, None, clock)?;
     // Nothing is decompressed, so no allocation budget is needed.
     let options = config.options(config.now(py)?, 0);
     let info = with_input(py, data, "verify()", |slice| {
@@ -236,6 +247,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fastcall::add_functions(m, wrap_pyfunction!(dumps, m)?, wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace, m)?)?;
     m.add_function(wrap_pyfunction!(dict_layout_known, m)?)?;
+    m.add_function(wrap_pyfunction!(callbacks::callbacks, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(envelope_info, m)?)?;
     m.add_class::<reusable::Encoder>()?;

@@ -8,8 +8,9 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
 
+use crate::callbacks::Callback;
 use crate::envelope::{OpenConfig, SealConfig};
-use crate::{decode, encode, helpers, object};
+use crate::{decode, encode, object};
 
 /// An int option: a TypeError for a non-int, a ValueError (not OverflowError) for any int
 /// outside `range`.
@@ -61,7 +62,7 @@ fn custom_encoders(
         None => Ok(None),
         Some(c) if c.is_none() => Ok(None),
         Some(c) => {
-            let table = helpers::call(py, "encoders", (c,))?;
+            let table = Callback::Encoders.call(py, (c,))?;
             Ok((!table.is_none()).then(|| table.unbind()))
         }
     }
@@ -108,9 +109,8 @@ pub(crate) fn class_options(
         });
     }
     let none = py.None();
-    let registry = helpers::call(
+    let registry = Callback::Registry.call(
         py,
-        "registry",
         (
             types.map_or_else(|| none.bind(py).clone(), Bound::clone),
             custom.map_or_else(|| none.bind(py).clone(), Bound::clone),
@@ -198,6 +198,7 @@ impl EncodeConfig {
         level: Option<&Bound<'_, PyAny>>,
         canonical: bool,
         sort_keys: bool,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         Ok(EncodeConfig {
             options: encode::Options {
@@ -207,7 +208,7 @@ impl EncodeConfig {
                 sort_keys,
             },
             buffer_callback: check_callback(buffer_callback)?,
-            seal: SealConfig::new(key, timestamp, compress, level)?,
+            seal: SealConfig::new(key, timestamp, compress, level, clock)?,
             custom: custom_encoders(py, custom)?,
         })
     }
@@ -235,13 +236,14 @@ impl DecodeConfig {
         key: Option<&Bound<'_, PyAny>>,
         max_age: Option<&Bound<'_, PyAny>>,
         max_decompressed: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         Ok(DecodeConfig {
             limits: Limits {
                 max_depth: check_depth(max_depth)?,
                 max_alloc: check_alloc(max_alloc)?,
             },
-            envelope: OpenConfig::new(key, max_age, max_decompressed)?,
+            envelope: OpenConfig::new(key, max_age, max_decompressed, clock)?,
             classes: class_options(py, types, custom, unknown_fields, placeholders)?,
         })
     }

@@ -15,8 +15,8 @@ pub(crate) struct Encoder {
 impl Encoder {
     #[new]
     #[pyo3(
-        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false),
-        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False)"
+        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false, clock = None),
+        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False, clock=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -31,6 +31,7 @@ impl Encoder {
         level: Option<&Bound<'_, PyAny>>,
         canonical: bool,
         sort_keys: bool,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let config = EncodeConfig::new(
             py,
@@ -44,6 +45,7 @@ impl Encoder {
             level,
             canonical,
             sort_keys,
+            clock,
         )?;
         Ok(Encoder { config })
     }
@@ -89,6 +91,12 @@ impl Encoder {
             .key
             .as_ref()
             .map(|k| PyBytes::new(py, k.id()))
+    }
+
+    /// The clock of the timestamps, if one was given.
+    #[getter]
+    fn clock(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.config.seal.clock.given(py)
     }
 
     #[getter]
@@ -151,8 +159,8 @@ pub(crate) struct Decoder {
 impl Decoder {
     #[new]
     #[pyo3(
-        signature = (*, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, key = None, max_age = None, max_decompressed = None),
-        text_signature = "(*, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, key=None, max_age=None, max_decompressed=None)"
+        signature = (*, max_depth = None, max_alloc = None, types = None, custom = None, unknown_fields = "ignore", placeholders = false, key = None, max_age = None, max_decompressed = None, clock = None),
+        text_signature = "(*, max_depth=1000, max_alloc=None, types=None, custom=None, unknown_fields='ignore', placeholders=False, key=None, max_age=None, max_decompressed=None, clock=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -166,6 +174,7 @@ impl Decoder {
         key: Option<&Bound<'_, PyAny>>,
         max_age: Option<&Bound<'_, PyAny>>,
         max_decompressed: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let config = DecodeConfig::new(
             py,
@@ -178,6 +187,7 @@ impl Decoder {
             key,
             max_age,
             max_decompressed,
+            clock,
         )?;
         Ok(Decoder { config })
     }
@@ -220,6 +230,12 @@ impl Decoder {
     #[getter]
     fn max_age(&self) -> Option<u64> {
         self.config.envelope.max_age
+    }
+
+    /// The clock `max_age` is judged by, if one was given.
+    #[getter]
+    fn clock(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.config.envelope.clock.given(py)
     }
 
     #[getter]

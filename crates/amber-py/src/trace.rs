@@ -94,7 +94,7 @@ pub(crate) fn trace<'py>(
             usize::try_from(int_option("max_events", v, 0..=u64::MAX)?).unwrap_or(usize::MAX)
         }
     };
-    let envelope = OpenConfig::new(key, None, None)?;
+    let envelope = OpenConfig::new(key, None, None, None)?;
     let classes = class_options(py, None, None, "ignore", true)?;
     with_input(py, data, "_trace()", |slice| {
         let (trace, failure) =

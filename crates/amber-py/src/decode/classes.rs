@@ -16,7 +16,7 @@ use pyo3_ffi as ffi;
 use rustc_hash::FxHashMap;
 
 use super::PyBuilder;
-use crate::helpers;
+use crate::callbacks::Callback;
 use crate::object::PyObj;
 use crate::weak_class::refers_to;
 
@@ -314,9 +314,8 @@ impl PyBuilder<'_, '_> {
         let answer = match cached_plan(py, cls.as_ptr(), &key) {
             Some(plan) => plan.into_bound(py),
             None => {
-                let answer = helpers::call(
+                let answer = Callback::DecodePlan.call(
                     py,
-                    "decode_plan",
                     (
                         cls_bound.clone(),
                         shape.kind as u8,
@@ -427,7 +426,8 @@ impl PyBuilder<'_, '_> {
                 } else {
                     py.None().into_bound(py)
                 };
-                helpers::call(py, "placeholder", (module, qualname, *kind as u8, state))
+                Callback::Placeholder
+                    .call(py, (module, qualname, *kind as u8, state))
                     .map(|p| owned(&p))
                     .map_err(|e| {
                         e.restore(py);
@@ -485,7 +485,7 @@ impl PyBuilder<'_, '_> {
                         Bound::from_borrowed_ptr(py, value.as_ptr()),
                     )
                 };
-                return match helpers::call(py, "apply_state", (target, state)) {
+                return match Callback::ApplyState.call(py, (target, state)) {
                     Ok(_) => Ok(()),
                     Err(e) => Err(self.class_failure(e, "__setstate__")),
                 };
@@ -537,7 +537,7 @@ impl PyBuilder<'_, '_> {
                     Bound::from_borrowed_ptr(py, defaults.as_ptr()),
                 )
             };
-            if let Err(e) = helpers::call(py, "fill_defaults", (target, defaults)) {
+            if let Err(e) = Callback::FillDefaults.call(py, (target, defaults)) {
                 return Err(self.class_failure(e, "filling defaults"));
             }
         }
@@ -570,7 +570,8 @@ impl PyBuilder<'_, '_> {
                 };
                 let list =
                     PyList::new(py, &bound).map_err(|e| self.class_failure(e, "a named tuple"))?;
-                helpers::call(py, "build_tuple", (cls, plan, list))
+                Callback::BuildTuple
+                    .call(py, (cls, plan, list))
                     .map_err(|e| (e, "a named tuple"))
             }
             ShapePlan::Enum { cls } => {
@@ -583,7 +584,8 @@ impl PyBuilder<'_, '_> {
                     .and_then(|m| m.get_item(&first).ok().flatten());
                 match fast {
                     Some(member) => Ok(member),
-                    None => helpers::call(py, "enum_member", (cls, first.clone()))
+                    None => Callback::EnumMember
+                        .call(py, (cls, first.clone()))
                         .map_err(|e| (e, "the enum lookup")),
                 }
             }
@@ -618,7 +620,7 @@ impl PyBuilder<'_, '_> {
                 };
                 state
                     .and_then(|s| {
-                        helpers::call(py, "placeholder", (module, qualname, *kind as u8, s))
+                        Callback::Placeholder.call(py, (module, qualname, *kind as u8, s))
                     })
                     .map_err(|e| (e, "a placeholder"))
             }

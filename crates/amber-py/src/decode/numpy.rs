@@ -195,7 +195,7 @@ impl PyBuilder<'_, '_> {
         text: &str,
     ) -> Result<(PyObj, usize, u8), BuildError> {
         self.numpy_attr(&NP_DTYPE, c"dtype")?; // imports numpy, or says it is missing
-        let dtype = match crate::helpers::call_dtypes(self.py, "structured_dtype", (text,)) {
+        let dtype = match crate::callbacks::Callback::StructuredDtype.call(self.py, (text,)) {
             Ok(d) => d,
             Err(e) => {
                 return Err(invalid(format!(

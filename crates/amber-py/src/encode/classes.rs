@@ -21,7 +21,7 @@ use pyo3_ffi as ffi;
 use rustc_hash::FxHashMap;
 
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
-use crate::helpers;
+use crate::callbacks::Callback;
 use crate::object::PyObj;
 use crate::weak_class::refers_to;
 
@@ -247,7 +247,7 @@ impl PyEncoder<'_> {
         let py = self.py;
         // SAFETY: ty is the live type of a live object.
         let cls = unsafe { Bound::from_borrowed_ptr(py, ty.cast()) };
-        let answer = helpers::call(py, "encode_plan", (cls.clone(),)).map_err(|e| {
+        let answer = Callback::EncodePlan.call(py, (cls.clone(),)).map_err(|e| {
             match e.is_instance_of::<pyo3::exceptions::PyTypeError>(py) {
                 true => refused(e.value(py).to_string()),
                 false => EncodeFail::new(FailKind::Python(e)),
@@ -439,7 +439,8 @@ impl PyEncoder<'_> {
         }
         // SAFETY: obj is live.
         let bound = unsafe { Bound::from_borrowed_ptr(self.py, obj) };
-        let state = helpers::call(self.py, "default_state", (bound,))
+        let state = Callback::DefaultState
+            .call(self.py, (bound,))
             .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
         let state = self.keep_alive(state);
         self.enter()?;

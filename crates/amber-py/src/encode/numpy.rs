@@ -162,7 +162,8 @@ impl PyEncoder<'_> {
             // Fields travel as JSON of numpy's descr (see amber._dtypes).
             // SAFETY: dt is a live dtype.
             let dtype = unsafe { pyo3::Bound::from_borrowed_ptr(self.py, dt) };
-            let described = crate::helpers::call_dtypes(self.py, "structured_text", (dtype,))
+            let described = crate::callbacks::Callback::StructuredText
+                .call(self.py, (dtype,))
                 .map_err(|e| refuse(e.value(self.py).to_string()))?;
             text = described
                 .extract::<String>()
