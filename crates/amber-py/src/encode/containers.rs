@@ -4,8 +4,9 @@ use amber_format::{ImmutableStart, ImmutableToken};
 use pyo3_ffi as ffi;
 
 use super::error::key_label;
+use super::memo::KeyRef;
 use super::packed::Compact;
-use super::{hold, shared, EncodeFail, FailKind, PyEncoder, Segment};
+use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::dict_layout;
 use crate::object::PyObj;
 
@@ -169,23 +170,18 @@ impl PyEncoder<'_> {
     /// with its offset, so that such a key costs one comparison instead of a memo lookup.
     #[inline(always)]
     fn str_key(&mut self, key: *mut ffi::PyObject, index: usize) -> Result<(), EncodeFail> {
-        let Some(&(last, offset)) = self.key_refs.get(index) else {
-            return self.str(key);
-        };
-        if last == key as usize {
-            // The memo holds key at offset (only memo entries are remembered), and its
-            // entries stand until the memo is reset, which forgets key_refs too.
-            self.writer.reference(offset);
-            return Ok(());
+        match self.memo.key(key, index) {
+            KeyRef::Written(offset) => {
+                self.writer.reference(offset);
+                Ok(())
+            }
+            KeyRef::Beyond => self.str(key),
+            KeyRef::Unknown => {
+                self.str(key)?;
+                self.memo.remember_key(key, index);
+                Ok(())
+            }
         }
-        // Remembered only if the memo met it (it always does with refs, unless canonical
-        // mode writes strs by value or the key is held by this dict alone).
-        self.memo_offset = usize::MAX;
-        self.str(key)?;
-        if self.memo_offset != usize::MAX {
-            self.key_refs[index] = (key as usize, self.memo_offset);
-        }
-        Ok(())
     }
 
     pub(super) fn set(&mut self, obj: *mut ffi::PyObject, frozen: bool) -> Result<(), EncodeFail> {
@@ -277,21 +273,19 @@ impl PyEncoder<'_> {
         trackable: bool,
     ) -> Result<Option<Option<ImmutableToken>>, EncodeFail> {
         let may_repeat = self.immutable_may_repeat(obj, trackable);
-        let token = match self.tracker.as_mut() {
-            Some(tracker) if may_repeat => {
-                match tracker.begin_immutable(obj as usize, &mut self.writer) {
-                    ImmutableStart::Ref(offset) => {
-                        self.writer.reference(offset);
-                        return Ok(None);
-                    }
-                    ImmutableStart::Write(token) => {
-                        self.memoized.push(obj);
-                        Some(token)
-                    }
-                    ImmutableStart::Restart => return Err(EncodeFail::new(FailKind::Restart)),
-                }
+        let start = if may_repeat {
+            self.memo.begin_immutable(obj, &mut self.writer)
+        } else {
+            None
+        };
+        let token = match start {
+            Some(ImmutableStart::Ref(offset)) => {
+                self.writer.reference(offset);
+                return Ok(None);
             }
-            _ => None,
+            Some(ImmutableStart::Write(token)) => Some(token),
+            Some(ImmutableStart::Restart) => return Err(EncodeFail::new(FailKind::Restart)),
+            None => None,
         };
         // A SUPERSEDE wrapper is a nesting level of its own, as the decoder counts it.
         if token.is_some_and(|t| t.is_superseded()) {
@@ -305,11 +299,7 @@ impl PyEncoder<'_> {
     /// [`PyEncoder::begin_value`]), refs are on, and it may be met again.
     #[inline(always)]
     fn immutable_may_repeat(&self, obj: *mut ffi::PyObject, trackable: bool) -> bool {
-        trackable
-            && self
-                .tracker
-                .as_ref()
-                .is_some_and(|tracker| tracker.track_everything() || shared(obj, self.held))
+        trackable && self.memo.immutable_may_repeat(obj)
     }
 
     /// Leaves a container's nesting level; for a tracked tuple or frozenset, also tells the
@@ -321,9 +311,7 @@ impl PyEncoder<'_> {
             if token.is_superseded() {
                 self.leave();
             }
-            if let Some(tracker) = self.tracker.as_mut() {
-                tracker.end_immutable(obj as usize, token, &mut self.writer);
-            }
+            self.memo.end_immutable(obj, token, &mut self.writer);
         }
     }
 }

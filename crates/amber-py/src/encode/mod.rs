@@ -6,6 +6,7 @@ mod classes;
 mod containers;
 mod error;
 mod known;
+mod memo;
 mod numpy;
 mod oob;
 mod packed;
@@ -13,13 +14,12 @@ mod rows;
 mod scalars;
 mod sink;
 
-use std::cell::Cell;
-
-use amber_format::{RefTracker, Writer};
+use amber_format::Writer;
 use pyo3::Python;
 use pyo3_ffi as ffi;
 
 pub use error::{EncodeFail, FailKind, Segment};
+use memo::Memo;
 pub use oob::OutOfBand;
 use sink::BytesSink;
 
@@ -43,11 +43,8 @@ pub struct Options {
 pub struct PyEncoder<'py> {
     py: Python<'py>,
     writer: Writer<BytesSink>,
-    tracker: Option<RefTracker>,
-    /// Objects in the identity memo, in the order they were recorded; the first `pinned` of
-    /// them hold a reference taken by [`PyEncoder::pin_memo`].
-    memoized: Vec<*mut ffi::PyObject>,
-    pinned: usize,
+    /// Which objects were written where (see `memo.rs`).
+    memo: Memo,
     /// See `amber_format::stack`.
     stack_limit: usize,
     depth: u32,
@@ -59,9 +56,6 @@ pub struct PyEncoder<'py> {
     temporaries: Vec<PyObj>,
     /// The caller's custom encode functions by exact type (a dict), if any.
     custom: Option<PyObj>,
-    /// The value being written that the encoder holds an extra reference to (see `shared`),
-    /// or NULL.
-    held: *mut ffi::PyObject,
     /// The class plan used last, by type: instances of one class tend to come in runs.
     last_plan: Option<(usize, std::sync::Arc<classes::ClassPlan>)>,
     /// Plans of the caller's custom types met so far, by type.
@@ -74,46 +68,6 @@ pub struct PyEncoder<'py> {
     oob: OutOfBand,
     /// The options of this encode, for the nested encodes that make canonical sort keys.
     options: Options,
-    /// By position in a dict, the str key last written there that the memo holds, with its
-    /// body offset (address 0: none). See `PyEncoder::str_key`, the one reader of it and of
-    /// `memo_offset`.
-    key_refs: [(usize, usize); KEY_REFS],
-    /// The body offset the memo gave the object [`PyEncoder::memo_lookup`] saw last: where it
-    /// was written before, or where it is about to be.
-    memo_offset: usize,
-    /// Objects the memo found again lately, with their offsets, by [`recent_slot`]: a few
-    /// objects repeated many times (`[x] * n`, a shared float or str in a long list) are
-    /// written as a `REF` without a memo lookup.
-    recent_refs: [(usize, usize); RECENT_REFS],
-}
-
-/// Slots of [`PyEncoder::recent_refs`] (a power of two).
-const RECENT_REFS: usize = 8;
-
-/// Where [`PyEncoder::recent_refs`] keeps `obj`: objects are at least 16-byte aligned, so
-/// the bits above those pick the slot.
-#[inline(always)]
-fn recent_slot(obj: *mut ffi::PyObject) -> usize {
-    (obj as usize >> 4) & (RECENT_REFS - 1)
-}
-
-/// Dict positions whose keys [`PyEncoder::key_refs`] remembers.
-const KEY_REFS: usize = 8;
-
-/// Allocations one encode leaves for the next on the same thread: the identity memo and the
-/// list of memoized objects. Reusing them takes the allocator off the path of small payloads.
-#[derive(Default)]
-struct Scratch {
-    tracker: RefTracker,
-    memoized: Vec<*mut ffi::PyObject>,
-}
-
-/// A memo grown past this many entries is dropped rather than kept, so one huge payload does
-/// not pin its table's memory for the life of the thread.
-const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
-
-thread_local! {
-    static SCRATCH: Cell<Option<Scratch>> = const { Cell::new(None) };
 }
 
 /// Encodes `obj` into a complete payload, a `bytes` object. With `oob`, large data goes out
@@ -125,14 +79,10 @@ pub fn encode(
     custom: Option<PyObj>,
     mut oob: Option<&mut OutOfBand>,
 ) -> Result<PyObj, EncodeFail> {
-    // A nested encode (a custom encoder calling dumps) finds the slot empty and allocates.
-    let Scratch { tracker, memoized } = SCRATCH.with(Cell::take).unwrap_or_default();
     let mut encoder = PyEncoder {
         py,
         writer: Writer::on(BytesSink::new()),
-        tracker: options.refs.then_some(tracker),
-        memoized,
-        pinned: 0,
+        memo: Memo::new(options.refs, options.canonical),
         stack_limit: amber_format::stack::limit(),
         depth: 0,
         max_depth: options.max_depth,
@@ -140,22 +90,18 @@ pub fn encode(
         shapes: classes::ShapeTable::default(),
         temporaries: Vec::new(),
         custom,
-        held: std::ptr::null_mut(),
         last_plan: None,
         custom_plans: rustc_hash::FxHashMap::default(),
         attr_names: Vec::new(),
         attr_values: Vec::new(),
         oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
         options,
-        key_refs: [(0, 0); KEY_REFS],
-        memo_offset: 0,
-        recent_refs: [(0, 0); RECENT_REFS],
     };
     let result = encoder.run(obj, options.refs);
     if let Some(slot) = oob {
         *slot = std::mem::take(&mut encoder.oob);
     }
-    encoder.recycle();
+    encoder.memo.recycle();
     result?;
     encoder
         .writer
@@ -170,64 +116,27 @@ impl PyEncoder<'_> {
             let again = match self.value(obj) {
                 Err(fail) if matches!(fail.kind, FailKind::Restart) => true,
                 Err(fail) => return Err(fail.finish(refs)),
-                Ok(()) => self.tracker.as_ref().is_some_and(RefTracker::needs_rerun),
+                Ok(()) => self.memo.needs_rerun(),
             };
             if !again {
                 return Ok(());
             }
             // A cycle through a tuple showed up: encode again knowing it.
-            if let Some(tracker) = self.tracker.as_mut() {
-                tracker.reset(true);
-            }
-            self.unpin_memo();
+            self.memo.restart();
             self.writer.reset();
             self.shapes.clear();
             self.attr_names.clear();
             self.attr_values.clear();
             self.oob.restart();
-            self.key_refs = [(0, 0); KEY_REFS];
-            self.recent_refs = [(0, 0); RECENT_REFS];
             self.depth = 0;
         }
     }
 
-    /// Releases the memo's references and hands its allocations to the next encode.
-    fn recycle(&mut self) {
-        self.unpin_memo();
-        let mut tracker = self.tracker.take().unwrap_or_default();
-        let mut memoized = std::mem::take(&mut self.memoized);
-        if memoized.capacity() > SCRATCH_MEMO_LIMIT || tracker.memo_capacity() > SCRATCH_MEMO_LIMIT
-        {
-            tracker = RefTracker::default();
-            memoized = Vec::new();
-        } else {
-            tracker.reset(false);
-            memoized.clear();
-        }
-        SCRATCH.with(|slot| slot.set(Some(Scratch { tracker, memoized })));
-    }
-
-    /// Takes a reference to every memoized object not yet held. Called before anything that
-    /// can run Python code or start a garbage collection (class code, `__del__` methods of
-    /// collected objects): such code could free a memoized object, and a new object at its
-    /// address would then be written as a `REF` to it.
+    /// Pins the memo (see `memo.rs`): called before anything that can run Python code or
+    /// start a garbage collection.
     #[inline]
     pub(crate) fn pin_memo(&mut self) {
-        for &obj in &self.memoized[self.pinned..] {
-            // SAFETY: every memoized object is live: it is reachable from the root and no
-            // code has run since it was recorded (or it was pinned before that code ran).
-            unsafe { ffi::Py_INCREF(obj) };
-        }
-        self.pinned = self.memoized.len();
-    }
-
-    fn unpin_memo(&mut self) {
-        for &obj in &self.memoized[..self.pinned] {
-            // SAFETY: pin_memo took this reference.
-            unsafe { ffi::Py_DECREF(obj) };
-        }
-        self.memoized.clear();
-        self.pinned = 0;
+        self.memo.pin();
     }
 }
 
@@ -239,16 +148,6 @@ fn hold(obj: *mut ffi::PyObject) -> PyObj {
     // SAFETY: obj is a live, non-NULL object for this call (its container or the caller
     // holds it); the GIL is held.
     unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) }
-}
-
-/// Whether anything besides its container holds `obj`; an object held once cannot be met
-/// twice (except inside a cyclic tuple, see `RefTracker::track_everything`). `held` is an
-/// object the encoder itself holds one extra reference to while writing it (a class
-/// instance's attribute value), which does not count.
-#[inline]
-fn shared(obj: *mut ffi::PyObject, held: *mut ffi::PyObject) -> bool {
-    // SAFETY: obj is live and the GIL is held.
-    unsafe { ffi::Py_REFCNT(obj) - ffi::Py_ssize_t::from(obj == held) > 1 }
 }
 
 impl PyEncoder<'_> {
@@ -332,50 +231,7 @@ impl PyEncoder<'_> {
 
     #[inline(always)]
     fn ref_if_seen<const BY_VALUE: bool>(&mut self, obj: *mut ffi::PyObject) -> bool {
-        let Some(tracker) = self.tracker.as_mut() else {
-            return false;
-        };
-        // In canonical mode a tuple that the graph holds twice is written in full each time,
-        // and with it a mutable object that only the tuple holds: a reference count of 1 no
-        // longer means the walk meets it once, so only the memo can find it again.
-        let memo_all = !BY_VALUE && self.options.canonical;
-        if !tracker.track_everything() && !memo_all && !shared(obj, self.held) {
-            return false;
-        }
-        if BY_VALUE && self.options.canonical {
-            return false;
-        }
-        let (recent, offset) = self.recent_refs[recent_slot(obj)];
-        if recent == obj as usize {
-            // Only objects the memo found again are kept there: the memo holds obj at offset
-            // and its first REF marked the tag tracked. Memo entries of these objects stand
-            // until the memo is reset, which empties recent_refs too.
-            self.writer.reference_again(offset);
-            return true;
-        }
-        self.memo_lookup(obj)
-    }
-
-    /// The memo part of [`PyEncoder::write_ref_if_seen`], for objects that may be met again.
-    #[inline(never)]
-    fn memo_lookup(&mut self, obj: *mut ffi::PyObject) -> bool {
-        let Some(tracker) = self.tracker.as_mut() else {
-            return false;
-        };
-        let pos = self.writer.body_pos();
-        match tracker.seen_or_record(obj as usize, pos) {
-            Some(offset) => {
-                self.memo_offset = offset;
-                self.recent_refs[recent_slot(obj)] = (obj as usize, offset);
-                self.writer.reference(offset);
-                true
-            }
-            None => {
-                self.memo_offset = pos;
-                self.memoized.push(obj);
-                false
-            }
-        }
+        self.memo.ref_if_seen::<BY_VALUE>(obj, &mut self.writer)
     }
 
     #[inline]
@@ -391,9 +247,9 @@ impl PyEncoder<'_> {
     /// instance's `__dict__` or slots), without that reference making it look shared.
     #[inline]
     fn nested_held_value(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        self.held = obj;
+        self.memo.set_held(obj);
         let result = self.nested_value(obj);
-        self.held = std::ptr::null_mut();
+        self.memo.set_held(std::ptr::null_mut());
         result
     }
 

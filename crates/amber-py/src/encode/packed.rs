@@ -73,7 +73,7 @@ impl PyEncoder<'_> {
     /// shared, whatever holds it.
     #[inline]
     pub(super) fn unshared_limit(&self, holds: ffi::Py_ssize_t) -> ffi::Py_ssize_t {
-        if self.tracker.is_some() && self.value_trackable(true) {
+        if self.memo.is_on() && self.value_trackable(true) {
             holds
         } else {
             ffi::Py_ssize_t::MAX

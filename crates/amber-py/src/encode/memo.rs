@@ -1,0 +1,312 @@
+//! The identity memo of one encode: which objects were written where, so that an object met
+//! again is written as a `REF` (spec section 6.4). Its rules, in one place:
+//!
+//! - **What is looked up.** Only an object that may be met again: one that something besides
+//!   its container holds (reference count above 1, not counting the extra reference the
+//!   encoder itself holds while writing an instance's attribute, [`Memo::set_held`]), or any
+//!   object once a cyclic tuple has made the tracker record everything
+//!   (`RefTracker::track_everything`). In canonical mode immutable values (str, int, float,
+//!   bytes, tuples) are written by value every time, never looked up; mutable ones are
+//!   always looked up, as a tuple written twice in full may hold them.
+//! - **Liveness.** The memo keys objects by address. An object freed during the encode and a
+//!   new one made at its address would be taken for it, so before anything that can run
+//!   Python code or collect garbage (class code, a custom encoder, a numpy call) the encoder
+//!   calls [`Memo::pin`], which takes a reference to every object recorded since the last pin;
+//!   they are released when the encode ends or restarts.
+//! - **Shortcuts.** Two small caches skip the memo's hash lookup, and both hold only objects
+//!   the memo already holds, so they are exact: `recent` keeps a few objects found again lately
+//!   (`[x] * n`, a shared str repeated in a long list), and `key_refs` the str key last written
+//!   at each of a dict's first positions (records of one shape repeat their keys in order).
+//!   Both are emptied whenever the memo is.
+//! - **Restart.** A cycle through a tuple found late makes the encode start again with the
+//!   tracker recording everything ([`Memo::restart`]).
+//! - **Reuse.** The table and the list of recorded objects go back to a per-thread scratch
+//!   slot when the encode ends, unless one payload grew them past [`SCRATCH_MEMO_LIMIT`].
+
+use std::cell::Cell;
+
+use amber_format::{ImmutableStart, ImmutableToken, RefTracker, Writer};
+use pyo3_ffi as ffi;
+
+use super::sink::BytesSink;
+
+/// Slots of [`Memo::recent`] (a power of two).
+const RECENT_REFS: usize = 8;
+
+/// Dict positions whose keys [`Memo::key_refs`] remembers.
+const KEY_REFS: usize = 8;
+
+/// A memo grown past this many entries is dropped rather than kept, so one huge payload does
+/// not pin its table's memory for the life of the thread.
+const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
+
+/// Allocations one encode leaves for the next on the same thread: the identity table and the
+/// list of recorded objects. Reusing them takes the allocator off the path of small payloads.
+#[derive(Default)]
+struct Scratch {
+    tracker: RefTracker,
+    recorded: Vec<*mut ffi::PyObject>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Option<Scratch>> = const { Cell::new(None) };
+}
+
+/// Where [`Memo::recent`] keeps `obj`: objects are at least 16-byte aligned, so the bits
+/// above those pick the slot.
+#[inline(always)]
+fn recent_slot(obj: *mut ffi::PyObject) -> usize {
+    (obj as usize >> 4) & (RECENT_REFS - 1)
+}
+
+/// The identity memo of one encode (see the module documentation).
+pub(super) struct Memo {
+    /// None with `refs=False`: nothing is looked up.
+    tracker: Option<RefTracker>,
+    /// Canonical mode: immutable values are never looked up.
+    canonical: bool,
+    /// Objects recorded, in order; the first `pinned` hold a reference taken by [`Memo::pin`].
+    recorded: Vec<*mut ffi::PyObject>,
+    pinned: usize,
+    /// The object the encoder holds one extra reference to while writing it, or NULL.
+    held: *mut ffi::PyObject,
+    /// The body offset of the object [`Memo::lookup`] saw last: where it was written
+    /// before, or where it is about to be.
+    last_offset: usize,
+    /// By position in a dict, the str key last written there that the memo holds, with its
+    /// offset (address 0: none).
+    key_refs: [(usize, usize); KEY_REFS],
+    /// Objects the memo found again lately, with their offsets, by [`recent_slot`].
+    recent: [(usize, usize); RECENT_REFS],
+}
+
+/// What [`Memo::key`] knows of a dict key.
+pub(super) enum KeyRef {
+    /// The memo holds the key, written at this offset.
+    Written(usize),
+    /// Not known at this position: write the key and then [`Memo::remember_key`] it.
+    Unknown,
+    /// A position past those remembered.
+    Beyond,
+}
+
+impl Memo {
+    /// The memo of a new encode, reusing this thread's scratch allocations. A nested encode
+    /// (a custom encoder calling `dumps`) finds the slot empty and allocates.
+    pub(super) fn new(refs: bool, canonical: bool) -> Memo {
+        let Scratch { tracker, recorded } = SCRATCH.with(Cell::take).unwrap_or_default();
+        Memo {
+            tracker: refs.then_some(tracker),
+            canonical,
+            recorded,
+            pinned: 0,
+            held: std::ptr::null_mut(),
+            last_offset: 0,
+            key_refs: [(0, 0); KEY_REFS],
+            recent: [(0, 0); RECENT_REFS],
+        }
+    }
+
+    /// Whether identity is tracked at all (`refs=True`).
+    #[inline(always)]
+    pub(super) fn is_on(&self) -> bool {
+        self.tracker.is_some()
+    }
+
+    /// Whether a cycle through a tuple was found and the encode must start again.
+    pub(super) fn needs_rerun(&self) -> bool {
+        self.tracker.as_ref().is_some_and(RefTracker::needs_rerun)
+    }
+
+    /// Forgets everything for a new pass that records every object.
+    pub(super) fn restart(&mut self) {
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.reset(true);
+        }
+        self.unpin();
+        self.key_refs = [(0, 0); KEY_REFS];
+        self.recent = [(0, 0); RECENT_REFS];
+    }
+
+    /// Releases the pinned references and hands the allocations to the next encode.
+    pub(super) fn recycle(&mut self) {
+        self.unpin();
+        let mut tracker = self.tracker.take().unwrap_or_default();
+        let mut recorded = std::mem::take(&mut self.recorded);
+        if recorded.capacity() > SCRATCH_MEMO_LIMIT || tracker.memo_capacity() > SCRATCH_MEMO_LIMIT
+        {
+            tracker = RefTracker::default();
+            recorded = Vec::new();
+        } else {
+            tracker.reset(false);
+            recorded.clear();
+        }
+        SCRATCH.with(|slot| slot.set(Some(Scratch { tracker, recorded })));
+    }
+
+    /// Takes a reference to every recorded object not yet held. Called before anything that
+    /// can run Python code or start a garbage collection: such code could free a recorded
+    /// object, and a new object at its address would then be written as a `REF` to it.
+    #[inline]
+    pub(super) fn pin(&mut self) {
+        for &obj in &self.recorded[self.pinned..] {
+            // SAFETY: every recorded object is live: it is reachable from the root and no
+            // code has run since it was recorded (or it was pinned before that code ran).
+            unsafe { ffi::Py_INCREF(obj) };
+        }
+        self.pinned = self.recorded.len();
+    }
+
+    fn unpin(&mut self) {
+        for &obj in &self.recorded[..self.pinned] {
+            // SAFETY: pin took this reference.
+            unsafe { ffi::Py_DECREF(obj) };
+        }
+        self.recorded.clear();
+        self.pinned = 0;
+    }
+
+    /// Sets the object the encoder holds one extra reference to while writing it (one it
+    /// copied out of an instance's `__dict__` or slots), so that reference does not make it
+    /// look shared; NULL when done.
+    #[inline(always)]
+    pub(super) fn set_held(&mut self, obj: *mut ffi::PyObject) {
+        self.held = obj;
+    }
+
+    /// Whether `obj` may be met again in this encode.
+    #[inline(always)]
+    fn may_meet_again(
+        tracker: &RefTracker,
+        obj: *mut ffi::PyObject,
+        held: *mut ffi::PyObject,
+    ) -> bool {
+        tracker.track_everything() || shared(obj, held)
+    }
+
+    /// Whether a tuple or frozenset goes through the memo: refs are on and it may be met
+    /// again.
+    #[inline(always)]
+    pub(super) fn immutable_may_repeat(&self, obj: *mut ffi::PyObject) -> bool {
+        self.tracker
+            .as_ref()
+            .is_some_and(|tracker| Memo::may_meet_again(tracker, obj, self.held))
+    }
+
+    /// If `obj` was written before, writes a `REF` to it and returns true; otherwise records
+    /// where it is about to be written. `BY_VALUE`: an immutable value, which canonical mode
+    /// writes in full every time.
+    #[inline(always)]
+    pub(super) fn ref_if_seen<const BY_VALUE: bool>(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        writer: &mut Writer<BytesSink>,
+    ) -> bool {
+        let Some(tracker) = self.tracker.as_ref() else {
+            return false;
+        };
+        // In canonical mode a tuple that the graph holds twice is written in full each time,
+        // and with it a mutable object that only the tuple holds: a reference count of 1 no
+        // longer means the walk meets it once, so only the memo can find it again.
+        let memo_all = !BY_VALUE && self.canonical;
+        if !memo_all && !Memo::may_meet_again(tracker, obj, self.held) {
+            return false;
+        }
+        if BY_VALUE && self.canonical {
+            return false;
+        }
+        let (recent, offset) = self.recent[recent_slot(obj)];
+        if recent == obj as usize {
+            // Only objects the memo found again are kept there: the memo holds obj at offset
+            // and its first REF marked the tag tracked. Memo entries of these objects stand
+            // until the memo is reset, which empties `recent` too.
+            writer.reference_again(offset);
+            return true;
+        }
+        self.lookup(obj, writer)
+    }
+
+    /// The table part of [`Memo::ref_if_seen`], for objects that may be met again.
+    #[inline(never)]
+    fn lookup(&mut self, obj: *mut ffi::PyObject, writer: &mut Writer<BytesSink>) -> bool {
+        let Some(tracker) = self.tracker.as_mut() else {
+            return false;
+        };
+        let pos = writer.body_pos();
+        match tracker.seen_or_record(obj as usize, pos) {
+            Some(offset) => {
+                self.last_offset = offset;
+                self.recent[recent_slot(obj)] = (obj as usize, offset);
+                writer.reference(offset);
+                true
+            }
+            None => {
+                self.last_offset = pos;
+                self.recorded.push(obj);
+                false
+            }
+        }
+    }
+
+    /// Starts a tuple or frozenset that may repeat (see [`Memo::immutable_may_repeat`]).
+    #[inline]
+    pub(super) fn begin_immutable(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        writer: &mut Writer<BytesSink>,
+    ) -> Option<ImmutableStart> {
+        let start = self.tracker.as_mut()?.begin_immutable(obj as usize, writer);
+        if let ImmutableStart::Write(_) = start {
+            self.recorded.push(obj);
+        }
+        Some(start)
+    }
+
+    /// Tells the tracker a tuple or frozenset begun with a token is complete.
+    #[inline]
+    pub(super) fn end_immutable(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        token: ImmutableToken,
+        writer: &mut Writer<BytesSink>,
+    ) {
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.end_immutable(obj as usize, token, writer);
+        }
+    }
+
+    /// What the memo knows of `key`, a str key at position `index` of a dict. A key known
+    /// there costs one comparison instead of a lookup.
+    #[inline(always)]
+    pub(super) fn key(&mut self, key: *mut ffi::PyObject, index: usize) -> KeyRef {
+        let Some(&(last, offset)) = self.key_refs.get(index) else {
+            return KeyRef::Beyond;
+        };
+        if last == key as usize {
+            // Only memo entries are remembered, and they stand until the memo is reset,
+            // which forgets key_refs too.
+            return KeyRef::Written(offset);
+        }
+        self.last_offset = usize::MAX;
+        KeyRef::Unknown
+    }
+
+    /// After a [`KeyRef::Unknown`] key was written: remembers it at `index` if the memo met it
+    /// (it always does with refs, unless canonical mode writes strs by value or the key is
+    /// held by this dict alone).
+    #[inline(always)]
+    pub(super) fn remember_key(&mut self, key: *mut ffi::PyObject, index: usize) {
+        if self.last_offset != usize::MAX {
+            self.key_refs[index] = (key as usize, self.last_offset);
+        }
+    }
+}
+
+/// Whether anything besides its container holds `obj`; an object held once cannot be met
+/// twice (except inside a cyclic tuple, see `RefTracker::track_everything`). `held`, an
+/// object the encoder itself holds one extra reference to, does not count that one.
+#[inline]
+fn shared(obj: *mut ffi::PyObject, held: *mut ffi::PyObject) -> bool {
+    // SAFETY: obj is live and the GIL is held.
+    unsafe { ffi::Py_REFCNT(obj) - ffi::Py_ssize_t::from(obj == held) > 1 }
+}
