@@ -451,8 +451,8 @@ def ran_meanwhile(operation: Callable[[], object]) -> tuple[int, float]:
 
 @pytest.mark.parametrize("compress", ["zstd", "lz4", None])
 def test_large_envelopes_release_the_gil(compress: str | None) -> None:
-    """Compressing, signing, verifying and decompressing a large payload let other threads
-    run; walking the objects (here one bytes object, a copy) is short beside it. (Without the
+    """Compressing, signing, verifying and decompressing a large payload (from bytes or a
+    memoryview of bytes) let other threads run; walking the objects (here one bytes object, a copy) is short beside it. (Without the
     release, the count is 0: a call into the extension never gives up the GIL by itself.)
     The payload grows until each call takes long enough to tell, which depends on the build."""
     size = 16 << 20
@@ -462,6 +462,10 @@ def test_large_envelopes_release_the_gil(compress: str | None) -> None:
         results = [
             ran_meanwhile(lambda v=value: amber.dumps(v, compress=compress, key=KEY)),
             ran_meanwhile(lambda d=data: amber.loads(d, key=KEY, max_alloc=1 << 30)),
+            # A memoryview of bytes cannot change either.
+            ran_meanwhile(lambda d=data: amber.loads(memoryview(d), key=KEY, max_alloc=1 << 30)),
+            # Verifying hashes the whole payload, compressed or not.
+            ran_meanwhile(lambda d=data: [amber.verify(d, key=KEY) for _ in range(4)]),
         ]
         if min(took for _, took in results) > 0.1 or size >= 128 << 20:
             break

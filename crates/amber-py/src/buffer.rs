@@ -4,6 +4,8 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
 
+use crate::envelope::DETACH_MIN;
+
 /// Releases a buffer view when dropped.
 pub(crate) struct BufferView(pub(crate) ffi::Py_buffer);
 
@@ -12,6 +14,26 @@ impl Drop for BufferView {
         // SAFETY: the view was filled by a successful PyObject_GetBuffer; GIL held.
         unsafe { ffi::PyBuffer_Release(&mut self.0) };
     }
+}
+
+/// Whether no Python code can change the bytes of `data` while a call reads them with the GIL
+/// released: a `bytes` object, or a memoryview of one. A memoryview keeps its base alive, and
+/// cannot be released while the call's own export of it lasts. Its base is looked at only when
+/// it is large enough to be read without the GIL ([`DETACH_MIN`]), since that costs an
+/// attribute lookup; a smaller one counts as not frozen, which changes nothing.
+pub(crate) fn frozen_input(data: &Bound<'_, PyAny>) -> bool {
+    let ptr = data.as_ptr();
+    // SAFETY: type checks on a live object.
+    if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
+        return true;
+    }
+    // SAFETY: as above.
+    if unsafe { ffi::PyMemoryView_Check(ptr) } == 0 || data.len().map_or(true, |n| n < DETACH_MIN) {
+        return false;
+    }
+    data.getattr("obj")
+        // SAFETY: a type check on the live base object.
+        .is_ok_and(|base| unsafe { ffi::PyBytes_Check(base.as_ptr()) } != 0)
 }
 
 /// Runs `f` on the bytes of `data` (bytes, or any C-contiguous buffer), which `what` names in

@@ -4,9 +4,8 @@
 use amber_format::Limits;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3_ffi as ffi;
 
-use crate::buffer::with_input;
+use crate::buffer::{frozen_input, with_input};
 use crate::envelope::{OpenConfig, SealConfig};
 use crate::errors::{decode_error, encode_error, EncodeError};
 use crate::options::{check_buffers, DecodeConfig, EncodeConfig};
@@ -159,8 +158,7 @@ pub(crate) fn loads_with(
     let buffers = check_buffers(buffers)?;
     let buffers = buffers.as_deref();
     let now = envelope.now(py)?;
-    // SAFETY: a type check on a live object.
-    let frozen = unsafe { ffi::PyBytes_Check(data.as_ptr()) } != 0;
+    let frozen = frozen_input(data);
     with_input(py, data, "loads()", |slice| {
         decode::decode_bytes(py, slice, frozen, limits, envelope, now, classes, buffers)
             .map_err(|f| decode_error(py, f))

@@ -384,6 +384,23 @@ pub fn open<'a>(
     }
 }
 
+/// Verifies the envelope of `data`, as `amber_format::envelope::verify` does, with the GIL
+/// released for a large input that no Python code can change meanwhile (`frozen`, as for
+/// [`open`]): the signature is checked over all of it.
+pub fn verify(
+    py: Python<'_>,
+    data: &[u8],
+    options: &envelope::OpenOptions<'_>,
+    frozen: bool,
+) -> Result<EnvelopeInfo, amber_format::DecodeError> {
+    let verify = || envelope::verify(data, options.keys, options.max_age, options.now);
+    if frozen && data.len() >= DETACH_MIN {
+        py.detach(verify)
+    } else {
+        verify()
+    }
+}
+
 /// How many bytes opening `data` hashes or makes: 0 for a plain payload; the input for a
 /// signed one; for a compressed one, the body it declares, if larger (whether that size is
 /// allowed is for `open` to check).

@@ -208,8 +208,9 @@ fn verify<'py>(
     let config = OpenConfig::new(Some(key), max_age, None, clock)?;
     // Nothing is decompressed, so no allocation budget is needed.
     let options = config.options(config.now(py)?, 0);
+    let frozen = buffer::frozen_input(data);
     let info = with_input(py, data, "verify()", |slice| {
-        amber_format::envelope::verify(slice, options.keys, options.max_age, options.now)
+        envelope::verify(py, slice, &options, frozen)
             .map_err(|e| decode_error(py, DecodeFailure::Format(e, None)))
     })?;
     envelope::info_dict(py, &info)
