@@ -13,8 +13,9 @@ use std::ffi::CStr;
 
 use amber_format::ext::composite::Factory;
 use amber_format::ext::{
-    valid_zone_key, Array, ArrayTypecode, BufferKind, Date, DateTime, Decimal, DecimalValue,
-    ExtBlob, IpAddr, IpAddress, IpPrefixed, Path, PathFlavour, SafeUuid, Time, TimeDelta, Tz, Uuid,
+    valid_zone_key, Array, ArrayTypecode, BufferKind, CompositeCode, Date, DateTime, Decimal,
+    DecimalValue, ExtBlob, IpAddr, IpAddress, IpPrefixed, Path, PathFlavour, SafeUuid, Time,
+    TimeDelta, Tz, Uuid,
 };
 use amber_format::ExtCode;
 use pyo3::prelude::*;
@@ -37,13 +38,8 @@ macro_rules! interned {
 /// What an exact type is, for the types handled here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Known {
-    Fraction,
-    Deque,
-    OrderedDict,
-    Counter,
-    DefaultDict,
-    Range,
-    Slice,
+    /// A type written as an EXT composite.
+    Composite(CompositeCode),
     /// A type written as an EXT blob.
     Blob(BlobType),
 }
@@ -152,10 +148,10 @@ fn is_loaded(slot: &Cached, module: &CStr, attr: &CStr, ty: *mut ffi::PyTypeObje
 /// the type's name).
 fn classify(ty: *mut ffi::PyTypeObject) -> Option<Known> {
     if ty == &raw mut ffi::PyRange_Type {
-        return Some(Known::Range);
+        return Some(Known::Composite(CompositeCode::Range));
     }
     if ty == &raw mut ffi::PySlice_Type {
-        return Some(Known::Slice);
+        return Some(Known::Composite(CompositeCode::Slice));
     }
     if let Some(kind) = datetime_kind(ty, false) {
         return Some(kind);
@@ -181,20 +177,35 @@ fn classify(ty: *mut ffi::PyTypeObject) -> Option<Known> {
             Known::Blob(BlobType::Decimal),
         ),
         b"UUID" => (&UUID, c"uuid", c"UUID", Known::Blob(BlobType::Uuid)),
-        b"Fraction" => (&FRACTION, c"fractions", c"Fraction", Known::Fraction),
-        b"collections.deque" => (&DEQUE, c"collections", c"deque", Known::Deque),
+        b"Fraction" => (
+            &FRACTION,
+            c"fractions",
+            c"Fraction",
+            Known::Composite(CompositeCode::Fraction),
+        ),
+        b"collections.deque" => (
+            &DEQUE,
+            c"collections",
+            c"deque",
+            Known::Composite(CompositeCode::Deque),
+        ),
         b"collections.OrderedDict" => (
             &ORDERED_DICT,
             c"collections",
             c"OrderedDict",
-            Known::OrderedDict,
+            Known::Composite(CompositeCode::OrderedDict),
         ),
-        b"Counter" => (&COUNTER, c"collections", c"Counter", Known::Counter),
+        b"Counter" => (
+            &COUNTER,
+            c"collections",
+            c"Counter",
+            Known::Composite(CompositeCode::Counter),
+        ),
         b"collections.defaultdict" => (
             &DEFAULTDICT,
             c"collections",
             c"defaultdict",
-            Known::DefaultDict,
+            Known::Composite(CompositeCode::DefaultDict),
         ),
         b"array.array" => (&ARRAY, c"array", c"array", Known::Blob(BlobType::Array)),
         b"PurePosixPath" => (
@@ -359,27 +370,21 @@ impl PyEncoder<'_> {
 
     fn known(&mut self, obj: *mut ffi::PyObject, kind: Known) -> Result<(), EncodeFail> {
         match kind {
-            Known::Fraction => self.fraction(obj),
-            Known::Range => {
+            Known::Composite(CompositeCode::Fraction) => self.fraction(obj),
+            Known::Composite(code @ (CompositeCode::Range | CompositeCode::Slice)) => {
                 let names = [
                     (interned!(c"start"), "start"),
                     (interned!(c"stop"), "stop"),
                     (interned!(c"step"), "step"),
                 ];
-                self.build_after(obj, ExtCode::Range, &names)
+                self.build_after(obj, code.code(), &names)
             }
-            Known::Slice => {
-                let names = [
-                    (interned!(c"start"), "start"),
-                    (interned!(c"stop"), "stop"),
-                    (interned!(c"step"), "step"),
-                ];
-                self.build_after(obj, ExtCode::Slice, &names)
-            }
-            Known::Deque => self.deque(obj),
-            Known::OrderedDict => self.dict_like(obj, ExtCode::OrderedDict),
-            Known::Counter => self.dict_like(obj, ExtCode::Counter),
-            Known::DefaultDict => self.dict_like(obj, ExtCode::DefaultDict),
+            Known::Composite(CompositeCode::Deque) => self.deque(obj),
+            Known::Composite(
+                code @ (CompositeCode::OrderedDict
+                | CompositeCode::Counter
+                | CompositeCode::DefaultDict),
+            ) => self.dict_like(obj, code.code()),
             Known::Blob(blob) => self.known_blob(obj, blob),
         }
     }
