@@ -1,4 +1,5 @@
-//! Any bytes: decoding must return a value or an error, never panic, and whatever decodes
+//! Any bytes: decoding must return a value or an error, never panic (the EXT blob parsers and
+//! composite rules of the format crate included, which the decoder runs), and whatever decodes
 //! must encode again to bytes that decode to the same graph. A traced decode must end as the
 //! plain one does.
 #![no_main]

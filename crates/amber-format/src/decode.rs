@@ -7,11 +7,12 @@
 
 use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError, ErrorKind};
-use crate::ext::{ExtCode, ExtLayout};
+use crate::ext::{ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
 use crate::object::{self, NameProblem, ObjectKind, ShapeDef};
 use crate::tag::{Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
+use rustc_hash::FxHashSet;
 
 pub use crate::stack::{STACK_RED_ZONE, STACK_SEGMENT};
 
@@ -125,8 +126,11 @@ pub trait Builder {
     /// Adds an element that passed [`Builder::check_key`]; fails for a duplicate.
     fn set_add(&mut self, set: &Self::Obj, item: Self::Obj) -> Result<(), BuildError>;
 
-    /// An EXT value with a [`ExtLayout::Blob`] layout, from its blob.
-    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<Self::Obj, BuildError>;
+    /// An EXT value with a [`ExtLayout::Blob`] layout: `blob` is its value, which the
+    /// decoder parsed from `raw` (the blob's bytes) and whose layout it checked. What is left
+    /// to the builder are the host's own checks (spec 5.16.1) and, for an OUT_OF_BAND value,
+    /// looking its buffer up; an OUT_OF_BAND index is never one an earlier value used.
+    fn ext_blob(&mut self, blob: ExtBlob<'_>, raw: &[u8]) -> Result<Self::Obj, BuildError>;
     /// An empty EXT value of a [`ExtLayout::CreateFirst`] code; [`Builder::ext_finish`]
     /// gives it its values.
     fn ext_begin(&mut self, code: ExtCode) -> Result<Self::Obj, BuildError>;
@@ -199,6 +203,10 @@ pub trait Builder {
     /// The innermost started value is an EXT value with this code.
     #[inline(always)]
     fn trace_ext(&mut self, _code: ExtCode) {}
+    /// The innermost started value is an EXT blob of `len` bytes, whose layout is checked
+    /// next (so a trace of an invalid blob still shows its extent).
+    #[inline(always)]
+    fn trace_blob(&mut self, _code: ExtCode, _len: usize) {}
     /// The innermost started value is an OBJECT of shape number `shape`; `defines` when the
     /// shape's definition is part of it (the definition was passed to
     /// [`Builder::define_shape`] just before).
@@ -247,6 +255,7 @@ pub fn decode_body<B: Builder>(
         builder,
         stack_limit: crate::stack::limit(),
         ref_index: RefIndex::default(),
+        buffers_used: FxHashSet::default(),
     };
     let root = decoder.value().map_err(|e| origin.locate(e))?;
     if decoder.pos != body.len() {
@@ -367,6 +376,9 @@ struct Decoder<'a, B: Builder> {
     /// `REF`, so payloads without any pay nothing; from then on every tracked value is added
     /// as it is met, and the index is made again, twice as long, each time `tracked` doubles.
     ref_index: RefIndex,
+    /// The OUT_OF_BAND buffer indices used so far, in discarded SUPERSEDE copies too: each
+    /// buffer backs at most one value (spec 5.16.6), which bounds what a host copies.
+    buffers_used: FxHashSet<u64>,
 }
 
 fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
@@ -1217,9 +1229,26 @@ impl<'a, B: Builder> Decoder<'a, B> {
             ExtLayout::Blob => {
                 let n = self.byte_len(at, what)?;
                 self.charge(cost::ext_blob(n as u64), at)?;
-                let blob = self.take(n, what)?;
+                let raw = self.take(n, what)?;
+                if B::TRACES {
+                    self.builder.trace_blob(code, n);
+                }
+                let blob = ExtBlob::parse(code, raw)
+                    .map_err(|e| DecodeError::new(ErrorKind::InvalidExt, at, e.into_message()))?;
+                if let ExtBlob::OutOfBand(oob) = &blob {
+                    if !self.buffers_used.insert(oob.index) {
+                        return Err(DecodeError::new(
+                            ErrorKind::InvalidExt,
+                            at,
+                            format!(
+                                "OUT_OF_BAND buffer {} is already used by an earlier value of this payload",
+                                oob.index
+                            ),
+                        ));
+                    }
+                }
                 self.builder
-                    .ext_blob(code, blob)
+                    .ext_blob(blob, raw)
                     .map_err(|e| host_error(e, at, what))
             }
             ExtLayout::CreateFirst(n) => self.nested(|d| {

@@ -6,7 +6,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::ext::ExtCode;
+use crate::ext::{ExtBlob, ExtCode};
 use crate::header::{HEADER_LEN, PLAIN_HEADER};
 use crate::identity::{Entry, IdentityMap};
 use crate::object::ShapeDef;
@@ -378,6 +378,19 @@ impl<S: Sink> Writer<S> {
         self.ext_header(code);
         self.varint(blob.len() as u64);
         self.buf.extend_from_slice(blob);
+    }
+
+    /// An EXT blob value: tag, code, the blob's length, then the blob, written straight into
+    /// the sink (large data is copied once).
+    #[inline]
+    pub fn ext(&mut self, blob: &ExtBlob<'_>) {
+        self.ext_header(blob.code());
+        let n = blob.encoded_len();
+        self.varint(n as u64);
+        self.buf.reserve(n);
+        let start = self.buf.len();
+        blob.write(&mut self.buf);
+        debug_assert_eq!(self.buf.len() - start, n, "{blob:?}");
     }
 
     /// The start of an EXT value: tag and code. Blob codes continue with

@@ -3,6 +3,12 @@
 //! a [`decode::Builder`], and the [`envelope`] that signs and compresses payloads.
 //! `spec/format.md` is the normative description; this crate is the reference implementation
 //! the Python extension is built on.
+//!
+//! Every byte rule of the format lives here, those of the EXT blobs included: [`ext`] parses
+//! each blob into a typed [`ExtBlob`] (and writes it back), the driver checks every blob's
+//! layout before a builder sees it, and [`ext::composite`] holds the value rules of the
+//! composite EXT codes. A builder is left with what only its host knows (for Python: the
+//! time-zone database, the decimal exponent range, `array` item sizes, path classes, numpy).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -27,7 +33,7 @@ pub use decode::{decode, decode_body, Builder, PairPlace};
 pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Sink, Writer};
 pub use envelope::{open, seal, OpenOptions, Opened, SealOptions, SigningKey};
 pub use error::{BuildError, DecodeError, ErrorKind};
-pub use ext::{ExtCode, ExtLayout};
+pub use ext::{ExtBlob, ExtCode, ExtError, ExtLayout};
 pub use limits::{AllocBudget, Limits};
 pub use object::{ObjectKind, ShapeDef};
 pub use tag::Tag;

@@ -7,7 +7,8 @@ use crate::decode::{decode, decode_body, Builder, PairPlace, STACK_RED_ZONE, STA
 use crate::encode::{ImmutableStart, RefTracker, Writer};
 use crate::envelope::Opened;
 use crate::error::{BuildError, DecodeError};
-use crate::ext::{ExtCode, ExtLayout};
+use crate::ext::composite::{self, Int, Part};
+use crate::ext::{ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
 use crate::object::ShapeDef;
 use crate::tag;
@@ -50,7 +51,7 @@ pub enum Node {
     Set(Vec<NodeId>),
     /// frozenset, in written order.
     FrozenSet(Vec<NodeId>),
-    /// An EXT atom: its code and blob, uninterpreted.
+    /// An EXT atom: its code and blob bytes (whose layout the decoder checked).
     Ext(ExtCode, Vec<u8>),
     /// A composite EXT value: its code and values.
     ExtValues(ExtCode, Vec<NodeId>),
@@ -427,6 +428,28 @@ impl GraphBuilder {
     }
 }
 
+impl GraphBuilder {
+    /// A node as the composite rules see it.
+    fn part(&self, id: NodeId) -> Part<'_> {
+        match self.nodes.get(id) {
+            Some(Node::None) => Part::None,
+            Some(Node::Int(v)) => Part::Int(Int::Small(*v)),
+            Some(Node::BigInt(digits)) => Part::Int(Int::big_from_twos_le(digits)),
+            Some(Node::Str(s)) => Part::Str(s),
+            Some(Node::List(_)) => Part::List,
+            Some(Node::Dict(_)) => Part::Dict,
+            _ => Part::Other,
+        }
+    }
+
+    /// The rules of spec 5.16.4 for the values of a composite.
+    fn check_composite(&self, code: ExtCode, values: &[NodeId]) -> Result<(), BuildError> {
+        let parts: Vec<Part<'_>> = values.iter().map(|&v| self.part(v)).collect();
+        composite::check(code, &parts)?;
+        Ok(())
+    }
+}
+
 impl Builder for GraphBuilder {
     type Obj = NodeId;
 
@@ -514,24 +537,28 @@ impl Builder for GraphBuilder {
         self.push_child(*set, item);
         Ok(())
     }
-    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<NodeId, BuildError> {
-        self.add(Node::Ext(code, blob.to_vec()))
+    fn ext_blob(&mut self, blob: ExtBlob<'_>, raw: &[u8]) -> Result<NodeId, BuildError> {
+        // The graph keeps the bytes: it has no host checks to make, and writing them back
+        // as they came is what the value vectors' encoding check needs.
+        self.add(Node::Ext(blob.code(), raw.to_vec()))
     }
     fn ext_begin(&mut self, code: ExtCode) -> Result<NodeId, BuildError> {
         self.add(Node::ExtValues(code, Vec::new()))
     }
     fn ext_finish(
         &mut self,
-        _code: ExtCode,
+        code: ExtCode,
         obj: &NodeId,
         values: Vec<NodeId>,
     ) -> Result<(), BuildError> {
+        self.check_composite(code, &values)?;
         for v in values {
             self.push_child(*obj, v);
         }
         Ok(())
     }
     fn ext_build(&mut self, code: ExtCode, values: Vec<NodeId>) -> Result<NodeId, BuildError> {
+        self.check_composite(code, &values)?;
         self.add(Node::ExtValues(code, values))
     }
     fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError> {
@@ -566,30 +593,7 @@ impl Builder for GraphBuilder {
 /// sequences, as Python's `surrogatepass` does. `None` if the bytes are not of that form.
 pub fn decode_utf8_with_surrogates(bytes: &[u8]) -> Option<Vec<u32>> {
     let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&lead) = bytes.get(i) {
-        let (len, min, init) = match lead {
-            0x00..=0x7F => (1, 0, u32::from(lead)),
-            0xC2..=0xDF => (2, 0x80, u32::from(lead & 0x1F)),
-            0xE0..=0xEF => (3, 0x800, u32::from(lead & 0x0F)),
-            0xF0..=0xF4 => (4, 0x10000, u32::from(lead & 0x07)),
-            _ => return None,
-        };
-        let mut cp = init;
-        for k in 1..len {
-            let cont = *bytes.get(i + k)?;
-            if cont & 0xC0 != 0x80 {
-                return None;
-            }
-            cp = (cp << 6) | u32::from(cont & 0x3F);
-        }
-        if cp < min || cp > 0x10FFFF {
-            return None;
-        }
-        out.push(cp);
-        i += len;
-    }
-    Some(out)
+    crate::utf8::walk_with_surrogates(bytes, |point| out.push(point)).then_some(out)
 }
 
 /// Encodes code points (surrogates allowed) the way `decode_utf8_with_surrogates` reads them.

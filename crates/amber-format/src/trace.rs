@@ -9,7 +9,7 @@
 use crate::decode::{decode_body, Builder, PairPlace};
 use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError};
-use crate::ext::ExtCode;
+use crate::ext::{ExtBlob, ExtCode};
 use crate::limits::Limits;
 use crate::model::{GraphBuilder, NodeId};
 use crate::object::ShapeDef;
@@ -291,6 +291,13 @@ impl<B: Builder> Builder for Tracer<B> {
         self.annotate(Info::Ext { code, blob: None });
     }
 
+    fn trace_blob(&mut self, code: ExtCode, len: usize) {
+        self.annotate(Info::Ext {
+            code,
+            blob: Some(len),
+        });
+    }
+
     fn trace_object(&mut self, shape: usize, defines: bool) {
         self.annotate(Info::Object { shape, defines });
     }
@@ -382,12 +389,8 @@ impl<B: Builder> Builder for Tracer<B> {
     fn set_add(&mut self, set: &B::Obj, item: B::Obj) -> Result<(), BuildError> {
         self.inner.set_add(set, item)
     }
-    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<B::Obj, BuildError> {
-        self.annotate(Info::Ext {
-            code,
-            blob: Some(blob.len()),
-        });
-        self.inner.ext_blob(code, blob)
+    fn ext_blob(&mut self, blob: ExtBlob<'_>, raw: &[u8]) -> Result<B::Obj, BuildError> {
+        self.inner.ext_blob(blob, raw)
     }
     fn ext_begin(&mut self, code: ExtCode) -> Result<B::Obj, BuildError> {
         self.inner.ext_begin(code)

@@ -186,6 +186,41 @@ fn sequence(lead: u8, rest: &[u8]) -> Option<(u32, usize)> {
     }
 }
 
+/// Walks UTF-8 in which surrogate code points (U+D800-U+DFFF) may also appear, each on its
+/// own as a 3-byte sequence (spec 5.8: what Python's `surrogatepass` reads), giving each code
+/// point to `point`. Returns whether all of `bytes` had that form; on `false`, `point` has
+/// seen the code points before the first bad sequence.
+pub fn walk_with_surrogates(bytes: &[u8], mut point: impl FnMut(u32)) -> bool {
+    let mut i = 0;
+    while let Some(&lead) = bytes.get(i) {
+        let (len, min, init) = match lead {
+            0x00..=0x7F => (1, 0, u32::from(lead)),
+            0xC2..=0xDF => (2, 0x80, u32::from(lead & 0x1F)),
+            0xE0..=0xEF => (3, 0x800, u32::from(lead & 0x0F)),
+            0xF0..=0xF4 => (4, 0x10000, u32::from(lead & 0x07)),
+            _ => return false,
+        };
+        let mut cp = init;
+        for k in 1..len {
+            match bytes.get(i + k) {
+                Some(&cont) if cont & 0xC0 == 0x80 => cp = (cp << 6) | u32::from(cont & 0x3F),
+                _ => return false,
+            }
+        }
+        if cp < min || cp > 0x10FFFF {
+            return false;
+        }
+        point(cp);
+        i += len;
+    }
+    true
+}
+
+/// Whether `bytes` is UTF-8 that may also encode surrogates (see [`walk_with_surrogates`]).
+pub fn is_utf8_with_surrogates(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok() || walk_with_surrogates(bytes, |_| {})
+}
+
 #[cfg(test)]
 mod tests {
     use super::{decode_into, scan, Scan};

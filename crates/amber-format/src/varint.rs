@@ -24,6 +24,14 @@ pub fn write_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
+/// How many bytes [`write_varint`] writes for `value`: blob writers size a blob before they
+/// write it, so that its length prefix comes first without a scratch copy.
+#[inline]
+pub const fn varint_len(value: u64) -> usize {
+    let bits = 64 - (value | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
 /// Reads a varint from the start of `input`; returns the value and the bytes it used.
 #[inline]
 pub fn read_varint(input: &[u8]) -> Result<(u64, usize), VarintError> {
@@ -78,8 +86,9 @@ mod tests {
         assert_eq!(round(16384).len(), 3);
         assert_eq!(round(u64::MAX).len(), 10);
         for k in 0..64 {
-            round(1 << k);
-            round((1u64 << k) - 1);
+            for v in [1u64 << k, (1u64 << k) - 1] {
+                assert_eq!(round(v).len(), varint_len(v), "{v}");
+            }
         }
     }
 

@@ -1,6 +1,6 @@
 //! list, tuple, dict, set, frozenset, and the Builder trait wiring.
 
-use amber_format::{BuildError, Builder, ExtCode, PairPlace, ShapeDef};
+use amber_format::{BuildError, Builder, ExtBlob, ExtCode, PairPlace, ShapeDef};
 use pyo3_ffi as ffi;
 
 use super::{dict_template, key_cache, PyBuilder};
@@ -214,11 +214,8 @@ impl Builder for PyBuilder<'_, '_> {
         }
         Ok(())
     }
-    fn ext_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<PyObj, BuildError> {
-        match code {
-            ExtCode::NdArray | ExtCode::NumpyScalar => self.numpy_blob(code, blob),
-            _ => self.known_blob(code, blob),
-        }
+    fn ext_blob(&mut self, blob: ExtBlob<'_>, _raw: &[u8]) -> Result<PyObj, BuildError> {
+        self.known_blob(blob)
     }
     fn ext_begin(&mut self, code: ExtCode) -> Result<PyObj, BuildError> {
         self.known_begin(code)

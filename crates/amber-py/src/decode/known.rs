@@ -1,14 +1,18 @@
-//! EXT values of the known library types (all codes but NDARRAY and NUMPY_SCALAR).
+//! EXT values of the known library types (all codes but NDARRAY and NUMPY_SCALAR), made from
+//! the typed values the format crate parsed and checked (`amber_format::ext`).
 //!
-//! Every blob field is checked here against the layout in the spec before anything is
-//! built; a violation, or a Python exception while building (a zoneinfo key that is not
-//! found, an ipaddress ValueError), is `invalid_ext`. The stdlib modules are imported
-//! lazily, on first need, and nothing a payload names is ever imported.
+//! What is left here are the host's checks: a Python exception while building (a zoneinfo
+//! key that the database lacks, a decimal exponent out of range, a path class the platform
+//! cannot instantiate) is `invalid_ext`. The stdlib modules are imported lazily, on first
+//! need, and nothing a payload names is ever imported.
 
 use std::ffi::CStr;
 
-use amber_format::ext::{array_wire_size, valid_zone_key};
-use amber_format::varint::{read_varint, unzigzag, VarintError};
+use amber_format::ext::composite::{self, Checked, Factory, Int, Part};
+use amber_format::ext::{
+    Array, ArrayTypecode, Date, DateTime, Decimal, DecimalValue, ExtBlob, IpAddr, Path, SafeUuid,
+    Time, Tz, Uuid,
+};
 use amber_format::{BuildError, ErrorKind, ExtCode};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -38,6 +42,8 @@ static PATH_NAMES: [&CStr; 4] = [
     c"PosixPath",
     c"WindowsPath",
 ];
+/// IP_ADDRESS, IP_NETWORK, IP_INTERFACE: the order of the two tables below.
+const IP_CODES: [ExtCode; 3] = [ExtCode::IpAddress, ExtCode::IpNetwork, ExtCode::IpInterface];
 /// IPv4 then IPv6 class of each of IP_ADDRESS, IP_NETWORK, IP_INTERFACE.
 static IP_CLASSES: [[Cached; 2]; 3] = [
     [Cached::new(), Cached::new()],
@@ -50,154 +56,10 @@ static IP_NAMES: [[&CStr; 2]; 3] = [
     [c"IPv4Interface", c"IPv6Interface"],
 ];
 
-/// The builtin types a defaultdict factory may name.
-const FACTORIES: [&str; 12] = [
-    "list",
-    "dict",
-    "set",
-    "int",
-    "float",
-    "str",
-    "bytes",
-    "tuple",
-    "frozenset",
-    "bool",
-    "complex",
-    "bytearray",
-];
-
 /// An `invalid_ext` error with a sentence for people.
 #[cold]
 pub(super) fn invalid(detail: String) -> BuildError {
     BuildError::Rejected(ErrorKind::InvalidExt, detail)
-}
-
-/// Reads the fields of one blob, in order; every failure names the code and the field.
-pub(super) struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
-    what: &'static str,
-}
-
-impl<'a> Reader<'a> {
-    /// A reader over the blob of code `what` (its spec name).
-    pub(super) fn new(what: &'static str, data: &'a [u8]) -> Self {
-        Reader { data, pos: 0, what }
-    }
-
-    /// The code's spec name, for messages.
-    pub(super) fn what(&self) -> &'static str {
-        self.what
-    }
-
-    fn short(&self, field: &str) -> BuildError {
-        invalid(format!("{} blob ends before its {field}", self.what))
-    }
-
-    /// The next byte, without reading it.
-    pub(super) fn peek(&self) -> Option<u8> {
-        self.data.get(self.pos).copied()
-    }
-
-    /// One byte.
-    pub(super) fn u8(&mut self, field: &str) -> Result<u8, BuildError> {
-        let b = *self.data.get(self.pos).ok_or_else(|| self.short(field))?;
-        self.pos += 1;
-        Ok(b)
-    }
-
-    /// A minimal LEB128 varint.
-    pub(super) fn varint(&mut self, field: &str) -> Result<u64, BuildError> {
-        let rest = self.data.get(self.pos..).unwrap_or(&[]);
-        match read_varint(rest) {
-            Ok((v, used)) => {
-                self.pos += used;
-                Ok(v)
-            }
-            Err(VarintError::Truncated) => Err(self.short(field)),
-            Err(VarintError::Overlong) => Err(invalid(format!(
-                "{} {field} varint has a redundant final zero byte",
-                self.what
-            ))),
-            Err(VarintError::Overflow) => Err(invalid(format!(
-                "{} {field} varint is longer than 10 bytes or above 2^64-1",
-                self.what
-            ))),
-        }
-    }
-
-    /// A zigzag varint.
-    pub(super) fn zigzag(&mut self, field: &str) -> Result<i64, BuildError> {
-        self.varint(field).map(unzigzag)
-    }
-
-    /// The next `n` bytes.
-    pub(super) fn take(&mut self, n: u64, field: &str) -> Result<&'a [u8], BuildError> {
-        let slice = usize::try_from(n)
-            .ok()
-            .and_then(|n| self.pos.checked_add(n))
-            .and_then(|end| self.data.get(self.pos..end))
-            .ok_or_else(|| {
-                invalid(format!(
-                    "{} {field} needs {n} bytes but {} are left",
-                    self.what,
-                    self.data.len().saturating_sub(self.pos)
-                ))
-            })?;
-        self.pos += slice.len();
-        Ok(slice)
-    }
-
-    /// Everything left.
-    pub(super) fn rest(&mut self) -> &'a [u8] {
-        let rest = self.data.get(self.pos..).unwrap_or(&[]);
-        self.pos = self.data.len();
-        rest
-    }
-
-    /// Fails if bytes are left after the last field.
-    pub(super) fn end(&self) -> Result<(), BuildError> {
-        match self.data.len().saturating_sub(self.pos) {
-            0 => Ok(()),
-            n => Err(invalid(format!(
-                "{} blob has {n} bytes after its last field",
-                self.what
-            ))),
-        }
-    }
-}
-
-/// Checks an unsigned field against an inclusive range.
-fn in_range(what: &str, field: &str, v: u64, lo: u64, hi: u64) -> Result<u64, BuildError> {
-    if (lo..=hi).contains(&v) {
-        Ok(v)
-    } else {
-        Err(invalid(format!(
-            "{what} {field} {v} is out of range {lo}..{hi}"
-        )))
-    }
-}
-
-fn days_in_month(year: u64, month: u64) -> u64 {
-    match month {
-        4 | 6 | 9 | 11 => 30,
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        _ => 31,
-    }
-}
-
-/// A digit string: ASCII `0`-`9` and no leading zero unless it is exactly "0".
-fn check_digits(what: &str, field: &str, digits: &[u8]) -> Result<(), BuildError> {
-    if let Some(bad) = digits.iter().find(|c| !c.is_ascii_digit()) {
-        return Err(invalid(format!(
-            "{what} {field} holds byte 0x{bad:02X}, not a digit"
-        )));
-    }
-    if digits.len() > 1 && digits.first() == Some(&b'0') {
-        return Err(invalid(format!("{what} {field} has a leading zero")));
-    }
-    Ok(())
 }
 
 impl PyBuilder<'_, '_> {
@@ -328,133 +190,84 @@ impl PyBuilder<'_, '_> {
         }
     }
 
-    pub(super) fn known_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<PyObj, BuildError> {
-        let mut r = Reader::new(code.spec_name(), blob);
-        match code {
-            ExtCode::Date => self.date(&mut r),
-            ExtCode::Time => self.time(&mut r),
-            ExtCode::DateTime => self.datetime(&mut r),
-            ExtCode::TimeDelta => self.timedelta(&mut r),
-            ExtCode::TzInfo => {
-                let tz = self.tz(&mut r, false)?;
-                r.end()?;
-                tz.ok_or_else(|| invalid(String::from("TZINFO tzkind 0 (naive) is not allowed")))
-            }
-            ExtCode::Decimal => self.decimal(&mut r),
-            ExtCode::Uuid => self.uuid(blob),
-            ExtCode::Array => self.array(&mut r),
-            ExtCode::Path => self.path(&mut r),
-            ExtCode::IpAddress => self.ip(&mut r, 0),
-            ExtCode::IpNetwork => self.ip(&mut r, 1),
-            ExtCode::IpInterface => self.ip(&mut r, 2),
-            ExtCode::OutOfBand => self.out_of_band(blob),
-            _ => Err(invalid(format!("{} is not a blob code", code.spec_name()))),
+    pub(super) fn known_blob(&mut self, blob: ExtBlob<'_>) -> Result<PyObj, BuildError> {
+        match blob {
+            ExtBlob::Date(date) => self.date(date),
+            ExtBlob::Time(time) => self.clock(None, time),
+            ExtBlob::DateTime(DateTime { date, time }) => self.clock(Some(date), time),
+            ExtBlob::TimeDelta(delta) => self.delta(
+                delta.days,
+                delta.seconds as i32,
+                delta.microseconds as i32,
+                "TIMEDELTA",
+            ),
+            ExtBlob::TzInfo(tz) => self.tz("TZINFO", tz)?.ok_or_else(|| {
+                invalid(String::from("TZINFO tzkind 0 (naive) is not allowed here"))
+            }),
+            ExtBlob::Decimal(decimal) => self.decimal(decimal),
+            ExtBlob::Uuid(uuid) => self.uuid(uuid),
+            ExtBlob::Array(array) => self.array(array),
+            ExtBlob::Path(path) => self.path(path),
+            ExtBlob::IpAddress(address) => self.ip(0, None, address.0),
+            ExtBlob::IpNetwork(net) => self.ip(1, Some(net.prefix), net.address),
+            ExtBlob::IpInterface(iface) => self.ip(2, Some(iface.prefix), iface.address),
+            ExtBlob::NdArray(array) => self.ndarray(array),
+            ExtBlob::NumpyScalar(scalar) => self.numpy_scalar(scalar),
+            ExtBlob::OutOfBand(oob) => self.out_of_band(oob),
         }
     }
 
-    /// year, month, day (DATE and the start of DATETIME).
-    fn ymd(r: &mut Reader<'_>) -> Result<(i32, i32, i32), BuildError> {
-        let what = r.what();
-        let year = in_range(what, "year", r.varint("year")?, 1, 9999)?;
-        let month = in_range(what, "month", u64::from(r.u8("month")?), 1, 12)?;
-        let day = in_range(
-            what,
-            "day",
-            u64::from(r.u8("day")?),
-            1,
-            days_in_month(year, month),
-        )?;
-        Ok((year as i32, month as i32, day as i32))
-    }
-
-    /// hour, minute, second, microsecond, fold (TIME and the middle of DATETIME).
-    fn hmsf(r: &mut Reader<'_>) -> Result<[i32; 5], BuildError> {
-        let what = r.what();
-        let hour = in_range(what, "hour", u64::from(r.u8("hour")?), 0, 23)?;
-        let minute = in_range(what, "minute", u64::from(r.u8("minute")?), 0, 59)?;
-        let second = in_range(what, "second", u64::from(r.u8("second")?), 0, 59)?;
-        let micro = in_range(what, "microsecond", r.varint("microsecond")?, 0, 999_999)?;
-        let flags = r.u8("flags")?;
-        if flags & !1 != 0 {
-            return Err(invalid(format!(
-                "{what} flags 0x{flags:02X} set bits other than bit 0 (fold)"
-            )));
-        }
-        Ok([
-            hour as i32,
-            minute as i32,
-            second as i32,
-            micro as i32,
-            i32::from(flags & 1),
-        ])
-    }
-
-    fn date(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let (y, m, d) = Self::ymd(r)?;
-        r.end()?;
+    fn date(&mut self, date: Date) -> Result<PyObj, BuildError> {
         let api = self.datetime_api()?;
         // SAFETY: the C-API constructor with checked fields; NULL means an exception.
-        let ptr = unsafe { (api.Date_FromDate)(y, m, d, api.DateType) };
+        let ptr = unsafe {
+            (api.Date_FromDate)(
+                i32::from(date.year),
+                i32::from(date.month),
+                i32::from(date.day),
+                api.DateType,
+            )
+        };
         self.made(ptr, "DATE")
     }
 
-    fn time(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let [h, mi, s, us, fold] = Self::hmsf(r)?;
-        let tz = self.tz(r, true)?;
-        r.end()?;
+    /// A TIME, or with `date` a DATETIME.
+    fn clock(&mut self, date: Option<Date>, time: Time<'_>) -> Result<PyObj, BuildError> {
+        let what = if date.is_some() { "DATETIME" } else { "TIME" };
+        let tz = self.tz(what, time.tz)?;
         let api = self.datetime_api()?;
         // SAFETY: None is always live.
         let tz_ptr = tz.as_ref().map_or(unsafe { ffi::Py_None() }, PyObj::as_ptr);
-        // SAFETY: the C-API constructor with checked fields and a live tzinfo (or None);
-        // NULL means an exception.
-        let ptr = unsafe { (api.Time_FromTimeAndFold)(h, mi, s, us, tz_ptr, fold, api.TimeType) };
-        self.made(ptr, "TIME")
-    }
-
-    fn datetime(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let (y, mo, d) = Self::ymd(r)?;
-        let [h, mi, s, us, fold] = Self::hmsf(r)?;
-        let tz = self.tz(r, true)?;
-        r.end()?;
-        let api = self.datetime_api()?;
-        // SAFETY: None is always live.
-        let tz_ptr = tz.as_ref().map_or(unsafe { ffi::Py_None() }, PyObj::as_ptr);
-        // SAFETY: the C-API constructor with checked fields and a live tzinfo (or None);
+        let [hour, minute, second] = [time.hour, time.minute, time.second].map(i32::from);
+        let (micro, fold) = (time.microsecond as i32, i32::from(time.fold));
+        // SAFETY: the C-API constructors with checked fields and a live tzinfo (or None);
         // NULL means an exception.
         let ptr = unsafe {
-            (api.DateTime_FromDateAndTimeAndFold)(
-                y,
-                mo,
-                d,
-                h,
-                mi,
-                s,
-                us,
-                tz_ptr,
-                fold,
-                api.DateTimeType,
-            )
+            match date {
+                Some(date) => (api.DateTime_FromDateAndTimeAndFold)(
+                    i32::from(date.year),
+                    i32::from(date.month),
+                    i32::from(date.day),
+                    hour,
+                    minute,
+                    second,
+                    micro,
+                    tz_ptr,
+                    fold,
+                    api.DateTimeType,
+                ),
+                None => (api.Time_FromTimeAndFold)(
+                    hour,
+                    minute,
+                    second,
+                    micro,
+                    tz_ptr,
+                    fold,
+                    api.TimeType,
+                ),
+            }
         };
-        self.made(ptr, "DATETIME")
-    }
-
-    fn timedelta(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let days = r.zigzag("days")?;
-        if !(-999_999_999..=999_999_999).contains(&days) {
-            return Err(invalid(format!(
-                "TIMEDELTA days {days} is out of range -999999999..999999999"
-            )));
-        }
-        let seconds = in_range("TIMEDELTA", "seconds", r.varint("seconds")?, 0, 86_399)?;
-        let micros = in_range(
-            "TIMEDELTA",
-            "microseconds",
-            r.varint("microseconds")?,
-            0,
-            999_999,
-        )?;
-        r.end()?;
-        self.delta(days as i32, seconds as i32, micros as i32, "TIMEDELTA")
+        self.made(ptr, what)
     }
 
     fn delta(
@@ -470,36 +283,26 @@ impl PyBuilder<'_, '_> {
         self.made(ptr, what)
     }
 
-    /// The `tz` field: `None` for a naive value (only if `naive_ok`).
-    fn tz(&mut self, r: &mut Reader<'_>, naive_ok: bool) -> Result<Option<PyObj>, BuildError> {
-        let what = r.what();
-        match r.u8("tzkind")? {
-            0 if naive_ok => Ok(None),
-            1 => {
+    /// The time zone of a `tz` field: `None` for a naive value. `what` is the code's name.
+    fn tz(&mut self, what: &str, tz: Tz<'_>) -> Result<Option<PyObj>, BuildError> {
+        match tz {
+            Tz::Naive => Ok(None),
+            Tz::Utc => {
                 let api = self.datetime_api()?;
                 // SAFETY: timezone.utc is a live static object of the datetime module.
                 Ok(Some(unsafe {
                     PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(api.TimeZone_UTC))
                 }))
             }
-            kind @ (2 | 4) => {
+            Tz::Fixed { offset, name } => {
                 const DAY: i64 = 86_400_000_000;
-                let offset = r.zigzag("timezone offset")?;
-                if offset <= -DAY || offset >= DAY {
-                    return Err(invalid(format!(
-                        "{what} timezone offset {offset} microseconds is not strictly within one day"
-                    )));
-                }
-                let name = if kind == 4 {
-                    Some(self.text(b"", &format!("{what} timezone name"), c"strict")?)
-                } else {
-                    match r.varint("timezone name length")? {
-                        0 => None,
-                        name_len => {
-                            let raw = r.take(name_len, "timezone name")?;
-                            Some(self.text(raw, &format!("{what} timezone name"), c"strict")?)
-                        }
-                    }
+                let name = match name {
+                    Some(name) => Some(self.text(
+                        name.as_bytes(),
+                        &format!("{what} timezone name"),
+                        c"strict",
+                    )?),
+                    None => None,
                 };
                 let days = offset.div_euclid(DAY);
                 let rest = offset.rem_euclid(DAY);
@@ -516,67 +319,26 @@ impl PyBuilder<'_, '_> {
                 let ptr = unsafe { (api.TimeZone_FromTimeZone)(delta.as_ptr(), name_ptr) };
                 self.made(ptr, &format!("{what} timezone")).map(Some)
             }
-            3 => {
-                let n = r.varint("zoneinfo key length")?;
-                if !(1..=255).contains(&n) {
-                    return Err(invalid(format!(
-                        "{what} zoneinfo key length {n} is out of range 1..255"
-                    )));
-                }
-                let key = r.take(n, "zoneinfo key")?;
-                if !valid_zone_key(key) {
-                    return Err(invalid(format!(
-                        "{what} zoneinfo key {:?} is not made of A-Za-z0-9_+-/ segments",
-                        String::from_utf8_lossy(key)
-                    )));
-                }
-                let key = self.text(key, "zoneinfo key", c"strict")?;
+            Tz::Zone(key) => {
+                // Whether the database has the key is the host's check: ZoneInfo raises.
+                let key = self.text(key.as_bytes(), "zoneinfo key", c"strict")?;
                 let zoneinfo = self.lib(&ZONEINFO, c"zoneinfo", c"ZoneInfo")?;
                 self.call(zoneinfo, &[key.as_ptr()], &format!("{what} zoneinfo key"))
                     .map(Some)
             }
-            0 => Err(invalid(format!(
-                "{what} tzkind 0 (naive) is not allowed here"
-            ))),
-            kind => Err(invalid(format!(
-                "{what} tzkind {kind} is not defined (0..4)"
-            ))),
         }
     }
 
-    fn decimal(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let form = r.u8("form")?;
-        if form & !0b111 != 0 {
-            return Err(invalid(format!(
-                "DECIMAL form 0x{form:02X} sets bits other than 0-2"
-            )));
-        }
-        let sign = if form & 1 != 0 { "-" } else { "" };
-        let text = match form >> 1 {
-            0 => {
-                let exponent = r.zigzag("exponent")?;
-                let digits = r.rest();
-                if digits.is_empty() {
-                    return Err(invalid(String::from("DECIMAL coefficient has no digits")));
-                }
-                check_digits("DECIMAL", "coefficient", digits)?;
-                let digits = std::str::from_utf8(digits).unwrap_or("0");
-                format!("{sign}{digits}E{exponent}")
-            }
-            1 => {
-                r.end()?;
-                format!("{sign}Infinity")
-            }
-            kind => {
-                let payload = r.rest();
-                check_digits("DECIMAL", "NaN payload", payload)?;
-                if payload == b"0" {
-                    return Err(invalid(String::from(
-                        "DECIMAL NaN payload has a leading zero",
-                    )));
-                }
-                let payload = std::str::from_utf8(payload).unwrap_or("");
-                let nan = if kind == 2 { "NaN" } else { "sNaN" };
+    fn decimal(&mut self, decimal: Decimal<'_>) -> Result<PyObj, BuildError> {
+        let sign = if decimal.negative { "-" } else { "" };
+        let text = match decimal.value {
+            DecimalValue::Finite {
+                exponent,
+                coefficient,
+            } => format!("{sign}{coefficient}E{exponent}"),
+            DecimalValue::Infinity => format!("{sign}Infinity"),
+            DecimalValue::NaN { signaling, payload } => {
+                let nan = if signaling { "sNaN" } else { "NaN" };
                 format!("{sign}{nan}{payload}")
             }
         };
@@ -609,28 +371,13 @@ impl PyBuilder<'_, '_> {
         self.call(decimal, &[text.as_ptr(), context], "DECIMAL")
     }
 
-    fn uuid(&mut self, blob: &[u8]) -> Result<PyObj, BuildError> {
-        let (bytes, safe) = match blob {
-            [bytes @ .., safe] if blob.len() == 17 => (bytes, Some(*safe)),
-            _ if blob.len() == 16 => (blob, None),
-            _ => {
-                return Err(invalid(format!(
-                    "UUID blob has {} bytes, not 16 or 17",
-                    blob.len()
-                )))
-            }
+    fn uuid(&mut self, uuid: Uuid) -> Result<PyObj, BuildError> {
+        let member = match uuid.is_safe {
+            SafeUuid::Safe => 0,
+            SafeUuid::Unsafe => 1,
+            SafeUuid::Unknown => 2,
         };
-        let member = match safe {
-            None => 2,
-            Some(0) => 0,
-            Some(1) => 1,
-            Some(b) => {
-                return Err(invalid(format!(
-                    "UUID is_safe byte {b} is not 0 (safe) or 1 (unsafe)"
-                )))
-            }
-        };
-        let value = u128::from_be_bytes(bytes.try_into().unwrap_or([0; 16]));
+        let value = u128::from_be_bytes(uuid.bytes);
         let uuid_type = self.lib(&UUID, c"uuid", c"UUID")?;
         let names = [c"safe", c"unsafe", c"unknown"];
         let slot = SAFE_UUID_MEMBERS
@@ -687,38 +434,29 @@ impl PyBuilder<'_, '_> {
         Ok(obj)
     }
 
-    fn array(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let typecode = r.u8("typecode")?;
-        let Some(wire) = array_wire_size(typecode) else {
-            return Err(invalid(format!(
-                "ARRAY typecode 0x{typecode:02X} is not one of b B u w h H i I l L q Q f d"
-            )));
-        };
-        let data = r.rest();
-        if data.len() % wire != 0 {
-            return Err(invalid(format!(
-                "ARRAY data of {} bytes is not a multiple of the {wire}-byte items of typecode '{}'",
-                data.len(),
-                typecode as char
-            )));
-        }
-        let array = self.empty_array("ARRAY", typecode)?;
+    fn array(&mut self, array: Array<'_>) -> Result<PyObj, BuildError> {
+        let Array { typecode, data } = array;
+        let shell = self.empty_array("ARRAY", typecode)?;
         if !data.is_empty() {
             let bytes = self.bytes_obj(data, "ARRAY")?;
-            self.call_method(array.as_ptr(), c"frombytes", &[bytes.as_ptr()], "ARRAY")?;
-            if cfg!(target_endian = "big") && wire > 1 {
-                self.call_method(array.as_ptr(), c"byteswap", &[], "ARRAY")?;
+            self.call_method(shell.as_ptr(), c"frombytes", &[bytes.as_ptr()], "ARRAY")?;
+            if cfg!(target_endian = "big") && typecode.wire_size() > 1 {
+                self.call_method(shell.as_ptr(), c"byteswap", &[], "ARRAY")?;
             }
         }
-        Ok(array)
+        Ok(shell)
     }
 
     /// An empty `array.array` of a typecode the format defines, if the host's items have the
     /// wire size (`invalid_ext` otherwise); `what` names the value in messages.
-    pub(super) fn empty_array(&mut self, what: &str, typecode: u8) -> Result<PyObj, BuildError> {
-        let wire = array_wire_size(typecode).unwrap_or(0);
+    pub(super) fn empty_array(
+        &mut self,
+        what: &str,
+        typecode: ArrayTypecode,
+    ) -> Result<PyObj, BuildError> {
+        let wire = typecode.wire_size();
         let array_type = self.lib(&ARRAY, c"array", c"array")?;
-        let code = self.text(&[typecode], "ARRAY typecode", c"strict")?;
+        let code = self.text(&[typecode.byte()], "ARRAY typecode", c"strict")?;
         let array = self.call(array_type, &[code.as_ptr()], what)?;
         // SAFETY: array is a live array.array; NULL means an exception.
         let size = unsafe { ffi::PyObject_GetAttrString(array.as_ptr(), c"itemsize".as_ptr()) };
@@ -730,7 +468,7 @@ impl PyBuilder<'_, '_> {
             unsafe { ffi::PyErr_Clear() };
             return Err(invalid(format!(
                 "{what} typecode '{}' has {size}-byte items on this platform, not {wire}",
-                typecode as char
+                typecode.byte() as char
             )));
         }
         Ok(array)
@@ -742,27 +480,26 @@ impl PyBuilder<'_, '_> {
         &mut self,
         array: &PyObj,
         buffer: &PyObj,
-        typecode: u8,
+        typecode: ArrayTypecode,
     ) -> Result<(), BuildError> {
         const WHAT: &str = "OUT_OF_BAND array";
         self.call_method(array.as_ptr(), c"frombytes", &[buffer.as_ptr()], WHAT)?;
-        if cfg!(target_endian = "big") && array_wire_size(typecode).unwrap_or(1) > 1 {
+        if cfg!(target_endian = "big") && typecode.wire_size() > 1 {
             self.call_method(array.as_ptr(), c"byteswap", &[], WHAT)?;
         }
         Ok(())
     }
 
-    fn path(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let flavour = r.u8("flavour")?;
-        let (Some(slot), Some(name)) = (
-            PATHS.get(usize::from(flavour)),
-            PATH_NAMES.get(usize::from(flavour)),
-        ) else {
+    fn path(&mut self, path: Path<'_>) -> Result<PyObj, BuildError> {
+        let flavour = usize::from(path.flavour.byte());
+        let (Some(slot), Some(name)) = (PATHS.get(flavour), PATH_NAMES.get(flavour)) else {
             return Err(invalid(format!(
                 "PATH flavour {flavour} is not defined (0..3)"
             )));
         };
-        let text = self.text(r.rest(), "PATH string", c"surrogatepass")?;
+        let text = self.text(path.text, "PATH string", c"surrogatepass")?;
+        // Which concrete classes the platform can instantiate is the host's check: pathlib
+        // raises for the other one.
         let class = self.lib(slot, c"pathlib", name)?;
         self.call(
             class,
@@ -771,35 +508,20 @@ impl PyBuilder<'_, '_> {
         )
     }
 
-    /// IP_ADDRESS (`which` 0), IP_NETWORK (1) or IP_INTERFACE (2).
-    fn ip(&mut self, r: &mut Reader<'_>, which: usize) -> Result<PyObj, BuildError> {
-        let what = r.what();
-        let prefix = if which == 0 {
-            None
-        } else {
-            Some(r.u8("prefix length")?)
+    /// IP_ADDRESS (`which` 0, no prefix), IP_NETWORK (1) or IP_INTERFACE (2).
+    fn ip(
+        &mut self,
+        which: usize,
+        prefix: Option<u8>,
+        address: IpAddr<'_>,
+    ) -> Result<PyObj, BuildError> {
+        let what = IP_CODES.get(which).map_or("IP", |code| code.spec_name());
+        let v6 = address.is_v6();
+        let packed = address.packed();
+        let scope = match address {
+            IpAddr::V6 { scope, .. } => scope,
+            IpAddr::V4(_) => None,
         };
-        let addr = r.rest();
-        let (v6, packed, scope) = match addr.len() {
-            4 => (false, addr, None),
-            16.. => {
-                let (packed, scope) = addr.split_at(16);
-                (true, packed, (!scope.is_empty()).then_some(scope))
-            }
-            n => {
-                return Err(invalid(format!(
-                    "{what} address has {n} bytes, not 4 (IPv4) or 16 (IPv6, then a scope id)"
-                )))
-            }
-        };
-        if let Some(prefix) = prefix {
-            let max = if v6 { 128 } else { 32 };
-            if prefix > max {
-                return Err(invalid(format!(
-                    "{what} prefix length {prefix} is above {max}"
-                )));
-            }
-        }
         let (Some(slot), Some(name)) = (
             IP_CLASSES.get(which).and_then(|c| c.get(usize::from(v6))),
             IP_NAMES.get(which).and_then(|c| c.get(usize::from(v6))),
@@ -819,14 +541,6 @@ impl PyBuilder<'_, '_> {
                 }
             };
             return self.call(class, &[arg.as_ptr()], what);
-        };
-        let scope = match std::str::from_utf8(scope) {
-            Ok(s) if !s.contains(['%', '/']) => s,
-            _ => {
-                return Err(invalid(format!(
-                    "{what} IPv6 scope id is not UTF-8 without '%' and '/'"
-                )))
-            }
         };
         // The scope can only be given in text: "addr%scope[/prefix]".
         let addr_class = self.lib(&IP_CLASSES[0][1], c"ipaddress", c"IPv6Address")?;
@@ -863,6 +577,87 @@ impl PyBuilder<'_, '_> {
         self.call(class, &[], code.spec_name())
     }
 
+    /// The values of a composite as the format's rules see them (spec 5.16.4), checked
+    /// there; the builder learns a DEFAULTDICT's factory from the check.
+    fn check_composite(&mut self, code: ExtCode, values: &[PyObj]) -> Result<Checked, BuildError> {
+        let mut parts = [Part::Other; 3];
+        let Some(slots) = parts.get_mut(..values.len()) else {
+            return Err(invalid(format!(
+                "{} got {} values",
+                code.spec_name(),
+                values.len()
+            )));
+        };
+        for (slot, value) in slots.iter_mut().zip(values) {
+            *slot = self.part(value)?;
+        }
+        Ok(composite::check(
+            code,
+            parts.get(..values.len()).unwrap_or(&[]),
+        )?)
+    }
+
+    /// What kind of value `v` is, for the composite rules: exact types only, so a bool or an
+    /// int subclass is not an int.
+    fn part<'v>(&mut self, v: &'v PyObj) -> Result<Part<'v>, BuildError> {
+        let ptr = v.as_ptr();
+        // SAFETY: comparing with the None singleton, then type checks on a live object.
+        let (none, int, text, list, dict) = unsafe {
+            (
+                ptr == ffi::Py_None(),
+                ffi::PyLong_CheckExact(ptr) != 0,
+                ffi::PyUnicode_CheckExact(ptr) != 0,
+                ffi::PyList_CheckExact(ptr) != 0,
+                ffi::PyDict_CheckExact(ptr) != 0,
+            )
+        };
+        Ok(if none {
+            Part::None
+        } else if int {
+            Part::Int(self.int_part(v)?)
+        } else if text {
+            let mut size: ffi::Py_ssize_t = 0;
+            // SAFETY: ptr is an exact str; on success its UTF-8 form is cached in it and
+            // lives as long as `v` does.
+            let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
+            if data.is_null() {
+                // SAFETY: discarding the UnicodeEncodeError of a str with surrogates, which
+                // names no factory.
+                unsafe { ffi::PyErr_Clear() };
+                Part::Other
+            } else {
+                // SAFETY: data points to size bytes of UTF-8 owned by the str `v` holds.
+                let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+                std::str::from_utf8(bytes).map_or(Part::Other, Part::Str)
+            }
+        } else if list {
+            Part::List
+        } else if dict {
+            Part::Dict
+        } else {
+            Part::Other
+        })
+    }
+
+    /// An exact int: its value when it fits an i64, else its sign and bit length.
+    fn int_part(&mut self, v: &PyObj) -> Result<Int, BuildError> {
+        let mut overflow = 0;
+        // SAFETY: v is an exact int; overflow is reported, not raised.
+        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(v.as_ptr(), &mut overflow) };
+        if overflow == 0 {
+            return Ok(Int::Small(small));
+        }
+        let bits = self.call_method(v.as_ptr(), c"bit_length", &[], "int")?;
+        // SAFETY: bit_length returns an int; -1 with an error only on absurd sizes.
+        let bits = unsafe { ffi::PyLong_AsUnsignedLongLong(bits.as_ptr()) };
+        // SAFETY: clears a possible OverflowError (treated as too many bits).
+        unsafe { ffi::PyErr_Clear() };
+        Ok(Int::Big {
+            negative: overflow < 0,
+            bits,
+        })
+    }
+
     pub(super) fn known_finish(
         &mut self,
         code: ExtCode,
@@ -870,34 +665,9 @@ impl PyBuilder<'_, '_> {
         values: Vec<PyObj>,
     ) -> Result<(), BuildError> {
         let what = code.spec_name();
-        match (code, values.as_slice()) {
-            (ExtCode::Deque, [maxlen, items]) => {
-                // SAFETY: type checks on live objects.
-                let (is_none, is_int, is_list) = unsafe {
-                    (
-                        maxlen.as_ptr() == ffi::Py_None(),
-                        ffi::PyLong_CheckExact(maxlen.as_ptr()) != 0,
-                        ffi::PyList_CheckExact(items.as_ptr()) != 0,
-                    )
-                };
-                if !is_list {
-                    return Err(invalid(String::from("DEQUE items are not a list")));
-                }
-                if !is_none {
-                    let limit = if is_int {
-                        // SAFETY: maxlen is an exact int; -1 with an error on overflow.
-                        unsafe { ffi::PyLong_AsSsize_t(maxlen.as_ptr()) }
-                    } else {
-                        -1
-                    };
-                    if limit < 0 {
-                        // SAFETY: clears a possible OverflowError.
-                        unsafe { ffi::PyErr_Clear() };
-                        return Err(invalid(String::from(
-                            "DEQUE maxlen is not None or an int in 0..2^63",
-                        )));
-                    }
-                }
+        let checked = self.check_composite(code, &values)?;
+        match (code, values.as_slice(), checked) {
+            (ExtCode::Deque, [maxlen, items], _) => {
                 // deque.__init__(iterable, maxlen) sets maxlen and fills the deque that may
                 // already be referred to (keeping the last maxlen items, as extend does).
                 self.call_method(
@@ -908,20 +678,15 @@ impl PyBuilder<'_, '_> {
                 )?;
                 Ok(())
             }
-            (ExtCode::OrderedDict, [items]) => {
-                self.check_dict(items, what)?;
+            (ExtCode::OrderedDict, [items], _) => {
                 // OrderedDict.update keeps its own order bookkeeping (a dict-level merge
                 // would bypass it).
                 self.call_method(obj.as_ptr(), c"update", &[items.as_ptr()], what)?;
                 Ok(())
             }
-            (ExtCode::Counter, [items]) => {
-                self.check_dict(items, what)?;
-                self.merge(obj, items, what)
-            }
-            (ExtCode::DefaultDict, [factory, items]) => {
-                self.check_dict(items, what)?;
-                let factory = self.factory(factory)?;
+            (ExtCode::Counter, [items], _) => self.merge(obj, items, what),
+            (ExtCode::DefaultDict, [_, items], Checked::Factory(factory)) => {
+                let factory = factory_type(factory);
                 // SAFETY: obj is a defaultdict; the attribute takes its own reference.
                 if unsafe {
                     ffi::PyObject_SetAttrString(obj.as_ptr(), c"default_factory".as_ptr(), factory)
@@ -931,16 +696,8 @@ impl PyBuilder<'_, '_> {
                 }
                 self.merge(obj, items, what)
             }
-            _ => Err(invalid(format!("{what} got {} values", values.len()))),
+            _ => Err(invalid(format!("{what} is not a create-first code"))),
         }
-    }
-
-    fn check_dict(&self, items: &PyObj, what: &str) -> Result<(), BuildError> {
-        // SAFETY: type check on a live object.
-        if unsafe { ffi::PyDict_CheckExact(items.as_ptr()) } == 0 {
-            return Err(invalid(format!("{what} items are not a dict")));
-        }
-        Ok(())
     }
 
     /// `dict.update(obj, items)` for the dict subclasses that keep nothing beside the dict.
@@ -952,73 +709,19 @@ impl PyBuilder<'_, '_> {
         Ok(())
     }
 
-    /// The factory named by a DEFAULTDICT (borrowed builtin type, or None).
-    fn factory(&mut self, factory: &PyObj) -> Result<*mut ffi::PyObject, BuildError> {
-        let ptr = factory.as_ptr();
-        // SAFETY: comparing with the None singleton.
-        if ptr == unsafe { ffi::Py_None() } {
-            return Ok(ptr);
-        }
-        let py = self.py;
-        // SAFETY: ptr is a live object borrowed for this call.
-        let name: Option<String> = unsafe { Bound::from_borrowed_ptr(py, ptr) }
-            .cast::<pyo3::types::PyString>()
-            .ok()
-            .and_then(|s| s.to_str().ok().map(str::to_owned));
-        let ty: *mut ffi::PyTypeObject = match name.as_deref() {
-            Some("list") => &raw mut ffi::PyList_Type,
-            Some("dict") => &raw mut ffi::PyDict_Type,
-            Some("set") => &raw mut ffi::PySet_Type,
-            Some("int") => &raw mut ffi::PyLong_Type,
-            Some("float") => &raw mut ffi::PyFloat_Type,
-            Some("str") => &raw mut ffi::PyUnicode_Type,
-            Some("bytes") => &raw mut ffi::PyBytes_Type,
-            Some("tuple") => &raw mut ffi::PyTuple_Type,
-            Some("frozenset") => &raw mut ffi::PyFrozenSet_Type,
-            Some("bool") => &raw mut ffi::PyBool_Type,
-            Some("complex") => &raw mut ffi::PyComplex_Type,
-            Some("bytearray") => &raw mut ffi::PyByteArray_Type,
-            _ => {
-                let shown =
-                    name.map_or_else(|| String::from("a non-str value"), |n| format!("{n:?}"));
-                return Err(invalid(format!(
-                    "DEFAULTDICT factory {shown} is not None or one of {}",
-                    FACTORIES.join(", ")
-                )));
-            }
-        };
-        Ok(ty.cast())
-    }
-
     pub(super) fn known_build(
         &mut self,
         code: ExtCode,
         values: Vec<PyObj>,
     ) -> Result<PyObj, BuildError> {
         let what = code.spec_name();
+        self.check_composite(code, &values)?;
         match (code, values.as_slice()) {
             (ExtCode::Fraction, [n, d]) => {
-                self.bounded_int(n, "FRACTION numerator")?;
-                let sign = self.bounded_int(d, "FRACTION denominator")?;
-                if sign <= 0 {
-                    return Err(invalid(String::from(
-                        "FRACTION denominator is not positive",
-                    )));
-                }
                 let fraction = self.lib(&FRACTION, c"fractions", c"Fraction")?;
                 self.call(fraction, &[n.as_ptr(), d.as_ptr()], what)
             }
             (ExtCode::Range, [start, stop, step]) => {
-                for (v, field) in [(start, "start"), (stop, "stop"), (step, "step")] {
-                    // SAFETY: type check on a live object.
-                    if unsafe { ffi::PyLong_CheckExact(v.as_ptr()) } == 0 {
-                        return Err(invalid(format!("RANGE {field} is not an int")));
-                    }
-                }
-                // SAFETY: step is an int; truth testing an int cannot fail.
-                if unsafe { ffi::PyObject_IsTrue(step.as_ptr()) } == 0 {
-                    return Err(invalid(String::from("RANGE step is zero")));
-                }
                 let range = (&raw mut ffi::PyRange_Type).cast::<ffi::PyObject>();
                 self.call(range, &[start.as_ptr(), stop.as_ptr(), step.as_ptr()], what)
             }
@@ -1027,33 +730,28 @@ impl PyBuilder<'_, '_> {
                 let ptr = unsafe { ffi::PySlice_New(start.as_ptr(), stop.as_ptr(), step.as_ptr()) };
                 self.made(ptr, what)
             }
-            _ => Err(invalid(format!("{what} got {} values", values.len()))),
+            _ => Err(invalid(format!("{what} is not a build-after code"))),
         }
     }
+}
 
-    /// Checks that `v` is an exact int of at most 65536 bits; returns its sign.
-    fn bounded_int(&mut self, v: &PyObj, what: &str) -> Result<i32, BuildError> {
-        const MAX_BITS: u64 = 1 << 16;
-        // SAFETY: type check on a live object.
-        if unsafe { ffi::PyLong_CheckExact(v.as_ptr()) } == 0 {
-            return Err(invalid(format!("{what} is not an int")));
-        }
-        let mut overflow = 0;
-        // SAFETY: v is an exact int; overflow is reported, not raised.
-        let small = unsafe { ffi::PyLong_AsLongLongAndOverflow(v.as_ptr(), &mut overflow) };
-        if overflow == 0 {
-            return Ok(small.signum() as i32);
-        }
-        let bits = self.call_method(v.as_ptr(), c"bit_length", &[], what)?;
-        // SAFETY: bit_length returns an int; -1 with an error only on absurd sizes.
-        let bits = unsafe { ffi::PyLong_AsUnsignedLongLong(bits.as_ptr()) };
-        // SAFETY: clears a possible OverflowError (treated as too many bits).
-        unsafe { ffi::PyErr_Clear() };
-        if bits > MAX_BITS {
-            return Err(invalid(format!(
-                "{what} has more than 65536 bits: it exceeds the 65536-bit limit"
-            )));
-        }
-        Ok(overflow)
-    }
+/// The builtin type a DEFAULTDICT factory names (borrowed), or None.
+fn factory_type(factory: Option<Factory>) -> *mut ffi::PyObject {
+    let ty: *mut ffi::PyTypeObject = match factory {
+        // SAFETY: the None singleton is always live.
+        None => return unsafe { ffi::Py_None() },
+        Some(Factory::List) => &raw mut ffi::PyList_Type,
+        Some(Factory::Dict) => &raw mut ffi::PyDict_Type,
+        Some(Factory::Set) => &raw mut ffi::PySet_Type,
+        Some(Factory::Int) => &raw mut ffi::PyLong_Type,
+        Some(Factory::Float) => &raw mut ffi::PyFloat_Type,
+        Some(Factory::Str) => &raw mut ffi::PyUnicode_Type,
+        Some(Factory::Bytes) => &raw mut ffi::PyBytes_Type,
+        Some(Factory::Tuple) => &raw mut ffi::PyTuple_Type,
+        Some(Factory::FrozenSet) => &raw mut ffi::PyFrozenSet_Type,
+        Some(Factory::Bool) => &raw mut ffi::PyBool_Type,
+        Some(Factory::Complex) => &raw mut ffi::PyComplex_Type,
+        Some(Factory::ByteArray) => &raw mut ffi::PyByteArray_Type,
+    };
+    ty.cast()
 }

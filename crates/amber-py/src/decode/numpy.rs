@@ -1,15 +1,19 @@
-//! NDARRAY and NUMPY_SCALAR blobs. numpy is imported only when such a value is met.
+//! NDARRAY and NUMPY_SCALAR blobs, from the header the format crate parsed and checked.
+//! What is left here is what only numpy knows: whether it is installed, whether it accepts
+//! the dtype and writes it as the payload does, a structured dtype's item size. numpy is
+//! imported only when such a value is met.
 //!
 //! An array is allocated by numpy (`numpy.empty`, so it owns its memory, is writeable and
 //! C-contiguous) and its data copied in once, straight from the input.
 
 use std::sync::Mutex;
 
-use amber_format::{BuildError, ErrorKind, ExtCode};
+use amber_format::ext::{Dims, Dtype, NdArray, NdArrayHeader, NumpyScalar, PLAIN_KINDS};
+use amber_format::{BuildError, ErrorKind};
 use pyo3::prelude::PyAnyMethods;
 use pyo3_ffi as ffi;
 
-use super::known::{invalid, Reader};
+use super::known::invalid;
 use super::PyBuilder;
 use crate::object::{Cached, PyObj};
 
@@ -18,23 +22,14 @@ static NP_DTYPE: Cached = Cached::new();
 static NP_ZEROS: Cached = Cached::new();
 static NP_FROMBUFFER: Cached = Cached::new();
 
-/// dtype kinds whose items are plain bytes: bool, ints, floats, complex, timedelta64,
-/// datetime64, bytes, str, unstructured void.
-const PLAIN_KINDS: &[u8] = b"biufcmMSUV";
-/// Most dimensions an NDARRAY may have.
-const MAX_NDIM: u64 = 64;
-/// Longest dtype string.
-const MAX_DTYPE_LEN: u64 = 64;
-/// Longest structured dtype text (JSON), in bytes; `amber._dtypes.MAX_TEXT` is the same.
-const MAX_STRUCTURED_LEN: u64 = 4096;
-
 /// A dtype already made and checked: its string, the dtype (the address of a strong
 /// reference, never released), its item size and kind.
 type CachedDtype = (Vec<u8>, usize, usize, u8);
 
-/// The NDARRAY header: the dimensions, the dtype, its item size and the data size it implies.
-pub(super) struct NdHeader {
-    pub(super) dims: Vec<u64>,
+/// The NDARRAY header with its dtype made: the dimensions, the dtype, its item size and the
+/// data size they imply.
+pub(super) struct NdHeader<'a> {
+    pub(super) dims: Dims<'a>,
     pub(super) dtype: PyObj,
     pub(super) itemsize: usize,
     pub(super) nbytes: u64,
@@ -45,15 +40,6 @@ static DTYPE_CACHE: Mutex<Vec<CachedDtype>> = Mutex::new(Vec::new());
 const DTYPE_CACHE_MAX: usize = 64;
 
 impl PyBuilder<'_, '_> {
-    pub(super) fn numpy_blob(&mut self, code: ExtCode, blob: &[u8]) -> Result<PyObj, BuildError> {
-        let mut r = Reader::new(code.spec_name(), blob);
-        match code {
-            ExtCode::NdArray => self.ndarray(&mut r),
-            ExtCode::NumpyScalar => self.numpy_scalar(&mut r),
-            _ => Err(invalid(format!("{} is not a numpy code", code.spec_name()))),
-        }
-    }
-
     /// `numpy.<name>` (borrowed), importing numpy on first need.
     fn numpy_attr(
         &mut self,
@@ -77,22 +63,13 @@ impl PyBuilder<'_, '_> {
         Err(self.python_rejected("importing numpy"))
     }
 
-    /// Reads and checks the `dtype` field; returns the dtype object and its item size.
-    fn np_dtype(&mut self, r: &mut Reader<'_>) -> Result<(PyObj, usize, u8), BuildError> {
-        let what = r.what();
-        let n = r.varint("dtype length")?;
-        let structured = r.peek() == Some(b'[');
-        let max = if structured {
-            MAX_STRUCTURED_LEN
-        } else {
-            MAX_DTYPE_LEN
-        };
-        if !(1..=max).contains(&n) {
-            return Err(invalid(format!(
-                "{what} dtype length {n} is out of range 1..{max}"
-            )));
-        }
-        let raw = r.take(n, "dtype")?;
+    /// The numpy dtype for a dtype field, with its item size and kind.
+    fn np_dtype(
+        &mut self,
+        what: &'static str,
+        dtype: Dtype<'_>,
+    ) -> Result<(PyObj, usize, u8), BuildError> {
+        let raw = dtype.text().as_bytes();
         if let Ok(cache) = DTYPE_CACHE.lock() {
             if let Some((_, ptr, itemsize, kind)) = cache.iter().find(|(t, ..)| t == raw) {
                 // SAFETY: the cache holds a reference to this live dtype; a new one for us.
@@ -104,41 +81,31 @@ impl PyBuilder<'_, '_> {
                 return Ok((dtype, *itemsize, *kind));
             }
         }
-        let (dtype, itemsize, kind) = self.np_dtype_checked(what, raw)?;
+        let (made, itemsize, kind) = match dtype {
+            Dtype::Plain(_) => self.np_dtype_checked(what, dtype.text())?,
+            Dtype::Structured(text) => self.np_structured_dtype(what, text)?,
+        };
         if let Ok(mut cache) = DTYPE_CACHE.lock() {
             if cache.len() < DTYPE_CACHE_MAX {
                 // The cache keeps its own reference for good.
                 cache.push((
                     raw.to_vec(),
-                    dtype.clone().into_ptr() as usize,
+                    made.clone().into_ptr() as usize,
                     itemsize,
                     kind,
                 ));
             }
         }
-        Ok((dtype, itemsize, kind))
+        Ok((made, itemsize, kind))
     }
 
-    /// Makes the dtype for `raw` and checks it.
+    /// Makes the dtype for `text` (of `dtype.str` form, which the format crate checked) and
+    /// checks that numpy accepts it and writes it so.
     fn np_dtype_checked(
         &mut self,
         what: &'static str,
-        raw: &[u8],
+        text: &str,
     ) -> Result<(PyObj, usize, u8), BuildError> {
-        let text = match std::str::from_utf8(raw) {
-            // Spaces occur in structured dtypes (field names); the canonical-form check
-            // below refuses them anywhere else.
-            Ok(t) if t.bytes().all(|c| c.is_ascii_graphic() || c == b' ') => t,
-            _ => {
-                return Err(invalid(format!(
-                    "{what} dtype {:?} is not printable ASCII",
-                    String::from_utf8_lossy(raw)
-                )))
-            }
-        };
-        if text.starts_with('[') {
-            return self.np_structured_dtype(what, text);
-        }
         let np_dtype = self.numpy_attr(&NP_DTYPE, c"dtype")?;
         let arg = self.str_obj(text)?;
         let dtype = self.call(np_dtype, &[arg.as_ptr()], &format!("{what} dtype {text:?}"))?;
@@ -222,26 +189,21 @@ impl PyBuilder<'_, '_> {
         self.made(ptr, "numpy dtype")
     }
 
-    /// Reads and checks the NDARRAY header (ndim, dimensions, dtype) that an NDARRAY blob
-    /// and an OUT_OF_BAND ndarray share.
-    pub(super) fn ndarray_header(&mut self, r: &mut Reader<'_>) -> Result<NdHeader, BuildError> {
-        let what = r.what();
-        let ndim = r.varint("ndim")?;
-        if ndim > MAX_NDIM {
-            return Err(invalid(format!("{what} ndim {ndim} is above {MAX_NDIM}")));
+    /// The host's checks of an NDARRAY header (an NDARRAY blob's or an OUT_OF_BAND
+    /// ndarray's): numpy makes the dtype, and the sizes must fit the host's.
+    pub(super) fn ndarray_header<'a>(
+        &mut self,
+        what: &'static str,
+        header: &NdArrayHeader<'a>,
+    ) -> Result<NdHeader<'a>, BuildError> {
+        let dims = header.dims;
+        if let Some(dim) = dims.iter().find(|&dim| dim > isize::MAX as u64) {
+            return Err(invalid(format!(
+                "{what} dimension {dim} is above {}",
+                isize::MAX
+            )));
         }
-        let mut dims = Vec::with_capacity(ndim as usize);
-        for _ in 0..ndim {
-            let dim = r.varint("dimension")?;
-            if dim > isize::MAX as u64 {
-                return Err(invalid(format!(
-                    "{what} dimension {dim} is above {}",
-                    isize::MAX
-                )));
-            }
-            dims.push(dim);
-        }
-        let (dtype, itemsize, kind) = self.np_dtype(r)?;
+        let (dtype, itemsize, kind) = self.np_dtype(what, header.dtype)?;
         if itemsize == 0 && kind != b'V' {
             // numpy would silently widen |S0 and <U0 arrays to one byte or char per item.
             return Err(invalid(format!(
@@ -250,13 +212,13 @@ impl PyBuilder<'_, '_> {
             )));
         }
         let nbytes = dims
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-            .and_then(|count| count.checked_mul(itemsize as u64))
+            .count()
+            .checked_mul(itemsize as u64)
             .filter(|&bytes| bytes <= isize::MAX as u64);
         let Some(nbytes) = nbytes else {
             return Err(invalid(format!(
-                "{what} shape {dims:?} times item size {itemsize} overflows"
+                "{what} shape {:?} times item size {itemsize} overflows",
+                dims.to_vec()
             )));
         };
         Ok(NdHeader {
@@ -268,11 +230,11 @@ impl PyBuilder<'_, '_> {
     }
 
     /// The shape of an array, as a tuple of ints.
-    fn shape_tuple(&mut self, dims: &[u64], what: &str) -> Result<PyObj, BuildError> {
+    fn shape_tuple(&mut self, dims: Dims<'_>, what: &str) -> Result<PyObj, BuildError> {
         // SAFETY: plain constructor; filled below, in order, before anything sees it.
         let shape = unsafe { ffi::PyTuple_New(dims.len() as ffi::Py_ssize_t) };
         let shape = self.made(shape, what)?;
-        for (i, &dim) in dims.iter().enumerate() {
+        for (i, dim) in dims.iter().enumerate() {
             // SAFETY: plain constructor.
             let dim = unsafe { ffi::PyLong_FromUnsignedLongLong(dim) };
             let dim = self.made(dim, what)?;
@@ -282,23 +244,25 @@ impl PyBuilder<'_, '_> {
         Ok(shape)
     }
 
-    fn ndarray(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let header = self.ndarray_header(r)?;
-        let data = r.rest();
+    pub(super) fn ndarray(&mut self, array: NdArray<'_>) -> Result<PyObj, BuildError> {
+        let header = self.ndarray_header("NDARRAY", &array.header)?;
+        let data = array.data;
+        // The format crate checked this for dtypes whose text tells the item size; numpy
+        // tells it for the others.
         if header.nbytes != data.len() as u64 {
             return Err(invalid(format!(
                 "NDARRAY data has {} bytes; shape {:?} and item size {} need {}",
                 data.len(),
-                header.dims,
+                header.dims.to_vec(),
                 header.itemsize,
                 header.nbytes
             )));
         }
-        let shape = self.shape_tuple(&header.dims, "NDARRAY")?;
+        let shape = self.shape_tuple(header.dims, "NDARRAY")?;
         let empty = self.numpy_attr(&NP_EMPTY, c"empty")?;
-        let array = self.call(empty, &[shape.as_ptr(), header.dtype.as_ptr()], "NDARRAY")?;
-        self.fill(&array, data)?;
-        Ok(array)
+        let made = self.call(empty, &[shape.as_ptr(), header.dtype.as_ptr()], "NDARRAY")?;
+        self.fill(&made, data)?;
+        Ok(made)
     }
 
     /// An array over the memory of `buffer`, which holds exactly `header.nbytes` bytes in C
@@ -307,11 +271,11 @@ impl PyBuilder<'_, '_> {
     pub(super) fn ndarray_over(
         &mut self,
         buffer: &PyObj,
-        header: &NdHeader,
+        header: &NdHeader<'_>,
         fortran: bool,
     ) -> Result<PyObj, BuildError> {
         const WHAT: &str = "OUT_OF_BAND ndarray";
-        let shape = self.shape_tuple(&header.dims, WHAT)?;
+        let shape = self.shape_tuple(header.dims, WHAT)?;
         if header.itemsize == 0 {
             // numpy.frombuffer refuses item size 0; such an array has no data to share.
             let empty = self.numpy_attr(&NP_EMPTY, c"empty")?;
@@ -341,9 +305,9 @@ impl PyBuilder<'_, '_> {
         }
     }
 
-    fn numpy_scalar(&mut self, r: &mut Reader<'_>) -> Result<PyObj, BuildError> {
-        let (dtype, itemsize, _) = self.np_dtype(r)?;
-        let data = r.rest();
+    pub(super) fn numpy_scalar(&mut self, scalar: NumpyScalar<'_>) -> Result<PyObj, BuildError> {
+        let (dtype, itemsize, _) = self.np_dtype("NUMPY_SCALAR", scalar.dtype)?;
+        let data = scalar.data;
         if data.len() != itemsize {
             return Err(invalid(format!(
                 "NUMPY_SCALAR data has {} bytes; its dtype's item size is {itemsize}",

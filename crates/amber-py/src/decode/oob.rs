@@ -2,18 +2,20 @@
 //! passes next to the payload (`loads(data, buffers=[...])`); the blob says which one, how
 //! long it is and what it holds.
 //!
-//! Every check of the blob itself comes first (`invalid_ext`), then the buffer is looked up
-//! (`missing_buffer`) and measured (`buffer_mismatch`). What is allocated: nothing for an
-//! exact `bytes` buffer (the caller's object is the value) or an ndarray (a view of the
-//! caller's memory), one copy of the buffer for the other kinds. Each buffer backs at most
-//! one value of a payload, so the copies together never exceed the buffers the caller passed.
+//! The format crate checks the blob and that no two values of a payload use one buffer; the
+//! host's checks of an array typecode or an ndarray's dtype come next (`invalid_ext`), then
+//! the buffer is looked up (`missing_buffer`) and measured (`buffer_mismatch`). What is
+//! allocated: nothing for an exact `bytes` buffer (the caller's object is the value) or an
+//! ndarray (a view of the caller's memory), one copy of the buffer for the other kinds. Each
+//! buffer backs at most one value of a payload, so the copies together never exceed the
+//! buffers the caller passed.
 
-use amber_format::ext::{BufferKind, OutOfBandRef};
+use amber_format::ext::{ArrayTypecode, BufferKind, OutOfBand};
 use amber_format::{BuildError, ErrorKind};
 use pyo3_ffi as ffi;
-use rustc_hash::FxHashSet;
 
-use super::known::{invalid, Reader};
+use super::known::invalid;
+use super::numpy::NdHeader;
 use super::PyBuilder;
 use crate::object::PyObj;
 
@@ -21,17 +23,12 @@ use crate::object::PyObj;
 pub struct Buffers<'o> {
     /// The buffers, or `None` when the caller passed none.
     given: Option<&'o [PyObj]>,
-    /// The indices referred to so far: a buffer may back only one value.
-    used: FxHashSet<u64>,
 }
 
 impl<'o> Buffers<'o> {
     /// The buffers passed to one decode, if any.
     pub fn new(given: Option<&'o [PyObj]>) -> Self {
-        Buffers {
-            given,
-            used: FxHashSet::default(),
-        }
+        Buffers { given }
     }
 }
 
@@ -41,36 +38,39 @@ fn rejected(kind: ErrorKind, detail: String) -> BuildError {
     BuildError::Rejected(kind, detail)
 }
 
+/// What a buffer becomes, made ready (with the host's checks) before the buffer is looked up.
+enum Shell<'a> {
+    Bytes,
+    ByteArray,
+    /// An empty array of the typecode, to fill from the buffer.
+    Array(PyObj, ArrayTypecode),
+    /// The header with its dtype made, and whether the data is in Fortran order.
+    NdArray(NdHeader<'a>, bool),
+}
+
 impl PyBuilder<'_, '_> {
     /// The value of an OUT_OF_BAND blob.
-    pub(super) fn out_of_band(&mut self, blob: &[u8]) -> Result<PyObj, BuildError> {
-        let oob = OutOfBandRef::parse(blob).map_err(invalid)?;
+    pub(super) fn out_of_band(&mut self, oob: OutOfBand<'_>) -> Result<PyObj, BuildError> {
         // The layout checks that need the host come before the buffer, like the others.
         let shell = match oob.kind {
-            BufferKind::Array(typecode) => Some(self.empty_array("OUT_OF_BAND array", typecode)?),
-            _ => None,
-        };
-        let header = match oob.kind {
-            BufferKind::NdArray { .. } => {
-                let mut r = Reader::new("OUT_OF_BAND", oob.ndarray_header);
-                let header = self.ndarray_header(&mut r)?;
-                r.end()?;
+            BufferKind::Bytes => Shell::Bytes,
+            BufferKind::ByteArray => Shell::ByteArray,
+            BufferKind::Array(typecode) => {
+                Shell::Array(self.empty_array("OUT_OF_BAND array", typecode)?, typecode)
+            }
+            BufferKind::NdArray { fortran, header } => {
+                let header = self.ndarray_header("OUT_OF_BAND", &header)?;
+                // The format crate checked this for dtypes whose text tells the item size;
+                // numpy tells it for the others.
                 if header.nbytes != oob.length {
                     return Err(invalid(format!(
                         "OUT_OF_BAND length {} does not match shape {:?} and item size {}, which need {}",
-                        oob.length, header.dims, header.itemsize, header.nbytes
+                        oob.length, header.dims.to_vec(), header.itemsize, header.nbytes
                     )));
                 }
-                Some(header)
+                Shell::NdArray(header, fortran)
             }
-            _ => None,
         };
-        if !self.oob.used.insert(oob.index) {
-            return Err(invalid(format!(
-                "OUT_OF_BAND buffer {} is already used by an earlier value of this payload",
-                oob.index
-            )));
-        }
         let buffer = self.oob_buffer(oob.index)?;
         let len = self.oob_buffer_len(&buffer, oob.index)?;
         if len != oob.length {
@@ -82,30 +82,26 @@ impl PyBuilder<'_, '_> {
                 ),
             ));
         }
-        // SAFETY: a type check on a live object.
-        let exact_bytes = unsafe { ffi::PyBytes_CheckExact(buffer.as_ptr()) } != 0;
-        match (oob.kind, shell, header) {
-            (BufferKind::Bytes, ..) if exact_bytes => Ok(buffer),
-            (BufferKind::Bytes, ..) => {
+        match shell {
+            // SAFETY: a type check on a live object.
+            Shell::Bytes if unsafe { ffi::PyBytes_CheckExact(buffer.as_ptr()) } != 0 => Ok(buffer),
+            Shell::Bytes => {
                 // SAFETY: bytes(buffer) copies any object with the buffer protocol; NULL
                 // means an exception is set.
                 let ptr = unsafe { ffi::PyBytes_FromObject(buffer.as_ptr()) };
                 self.made(ptr, "OUT_OF_BAND bytes")
             }
-            (BufferKind::ByteArray, ..) => {
+            Shell::ByteArray => {
                 // SAFETY: bytearray(buffer) copies it (a fresh object, so the caller's memory
                 // is never shared with a mutable value); NULL means an exception is set.
                 let ptr = unsafe { ffi::PyByteArray_FromObject(buffer.as_ptr()) };
                 self.made(ptr, "OUT_OF_BAND bytearray")
             }
-            (BufferKind::Array(typecode), Some(array), _) => {
+            Shell::Array(array, typecode) => {
                 self.fill_array(&array, &buffer, typecode)?;
                 Ok(array)
             }
-            (BufferKind::NdArray { fortran }, _, Some(header)) => {
-                self.ndarray_over(&buffer, &header, fortran)
-            }
-            _ => Err(invalid(String::from("OUT_OF_BAND value of no kind"))),
+            Shell::NdArray(header, fortran) => self.ndarray_over(&buffer, &header, fortran),
         }
     }
 

@@ -1,6 +1,9 @@
 //! Library types written as EXT values: the datetime family, Decimal, UUID, Fraction, the
 //! collections types, range, slice, array.array, pathlib paths and ipaddress objects.
 //!
+//! Each value is read into the format crate's typed value (`amber_format::ext`), which
+//! writes the blob; the layouts are the format crate's alone.
+//!
 //! Only exact types are ours (a subclass falls through to class handling). Nothing is
 //! imported here: a type can only be `decimal.Decimal` if `decimal` is already loaded, so
 //! each type is looked up in its module's namespace once the module is in `sys.modules`,
@@ -8,8 +11,12 @@
 
 use std::ffi::CStr;
 
-use amber_format::ext::{array_wire_size, valid_zone_key, BufferKind};
-use amber_format::varint::zigzag;
+use amber_format::ext::composite::Factory;
+use amber_format::ext::{
+    valid_zone_key, Array, ArrayTypecode, BufferKind, CompositeCode, Date, DateTime, Decimal,
+    DecimalValue, ExtBlob, IpAddr, IpAddress, IpPrefixed, Path, PathFlavour, SafeUuid, Time,
+    TimeDelta, Tz, Uuid,
+};
 use amber_format::ExtCode;
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
@@ -31,6 +38,15 @@ macro_rules! interned {
 /// What an exact type is, for the types handled here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Known {
+    /// A type written as an EXT composite.
+    Composite(CompositeCode),
+    /// A type written as an EXT blob.
+    Blob(BlobType),
+}
+
+/// The types written as EXT blobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BlobType {
     Date,
     Time,
     DateTime,
@@ -39,16 +55,8 @@ enum Known {
     TzInfo,
     Decimal,
     Uuid,
-    Fraction,
-    Deque,
-    OrderedDict,
-    Counter,
-    DefaultDict,
-    Range,
-    Slice,
     Array,
-    /// The PATH flavour byte.
-    Path(u8),
+    Path(PathFlavour),
     /// IPv6 when true.
     IpAddress(bool),
     IpNetwork(bool),
@@ -108,19 +116,20 @@ fn datetime_api(load: bool) -> Option<&'static ffi::PyDateTime_CAPI> {
 #[inline]
 fn datetime_kind(ty: *mut ffi::PyTypeObject, load: bool) -> Option<Known> {
     let api = datetime_api(load)?;
-    if ty == api.DateTimeType {
-        Some(Known::DateTime)
+    let blob = if ty == api.DateTimeType {
+        BlobType::DateTime
     } else if ty == api.DateType {
-        Some(Known::Date)
+        BlobType::Date
     } else if ty == api.TimeType {
-        Some(Known::Time)
+        BlobType::Time
     } else if ty == api.DeltaType {
-        Some(Known::TimeDelta)
+        BlobType::TimeDelta
     } else if ty == timezone_type(api) {
-        Some(Known::TzInfo)
+        BlobType::TzInfo
     } else {
-        None
-    }
+        return None;
+    };
+    Some(Known::Blob(blob))
 }
 
 /// `datetime.timezone`, the type of `timezone.utc`.
@@ -139,10 +148,10 @@ fn is_loaded(slot: &Cached, module: &CStr, attr: &CStr, ty: *mut ffi::PyTypeObje
 /// the type's name).
 fn classify(ty: *mut ffi::PyTypeObject) -> Option<Known> {
     if ty == &raw mut ffi::PyRange_Type {
-        return Some(Known::Range);
+        return Some(Known::Composite(CompositeCode::Range));
     }
     if ty == &raw mut ffi::PySlice_Type {
-        return Some(Known::Slice);
+        return Some(Known::Composite(CompositeCode::Slice));
     }
     if let Some(kind) = datetime_kind(ty, false) {
         return Some(kind);
@@ -155,141 +164,191 @@ fn classify(ty: *mut ffi::PyTypeObject) -> Option<Known> {
         | b"datetime.time"
         | b"datetime.timedelta"
         | b"datetime.timezone" => return datetime_kind(ty, true),
-        b"zoneinfo.ZoneInfo" => (&ZONEINFO, c"zoneinfo", c"ZoneInfo", Known::TzInfo),
-        b"decimal.Decimal" => (&DECIMAL, c"decimal", c"Decimal", Known::Decimal),
-        b"UUID" => (&UUID, c"uuid", c"UUID", Known::Uuid),
-        b"Fraction" => (&FRACTION, c"fractions", c"Fraction", Known::Fraction),
-        b"collections.deque" => (&DEQUE, c"collections", c"deque", Known::Deque),
+        b"zoneinfo.ZoneInfo" => (
+            &ZONEINFO,
+            c"zoneinfo",
+            c"ZoneInfo",
+            Known::Blob(BlobType::TzInfo),
+        ),
+        b"decimal.Decimal" => (
+            &DECIMAL,
+            c"decimal",
+            c"Decimal",
+            Known::Blob(BlobType::Decimal),
+        ),
+        b"UUID" => (&UUID, c"uuid", c"UUID", Known::Blob(BlobType::Uuid)),
+        b"Fraction" => (
+            &FRACTION,
+            c"fractions",
+            c"Fraction",
+            Known::Composite(CompositeCode::Fraction),
+        ),
+        b"collections.deque" => (
+            &DEQUE,
+            c"collections",
+            c"deque",
+            Known::Composite(CompositeCode::Deque),
+        ),
         b"collections.OrderedDict" => (
             &ORDERED_DICT,
             c"collections",
             c"OrderedDict",
-            Known::OrderedDict,
+            Known::Composite(CompositeCode::OrderedDict),
         ),
-        b"Counter" => (&COUNTER, c"collections", c"Counter", Known::Counter),
+        b"Counter" => (
+            &COUNTER,
+            c"collections",
+            c"Counter",
+            Known::Composite(CompositeCode::Counter),
+        ),
         b"collections.defaultdict" => (
             &DEFAULTDICT,
             c"collections",
             c"defaultdict",
-            Known::DefaultDict,
+            Known::Composite(CompositeCode::DefaultDict),
         ),
-        b"array.array" => (&ARRAY, c"array", c"array", Known::Array),
+        b"array.array" => (&ARRAY, c"array", c"array", Known::Blob(BlobType::Array)),
         b"PurePosixPath" => (
             &PURE_POSIX_PATH,
             c"pathlib",
             c"PurePosixPath",
-            Known::Path(0),
+            Known::Blob(BlobType::Path(PathFlavour::PurePosix)),
         ),
         b"PureWindowsPath" => (
             &PURE_WINDOWS_PATH,
             c"pathlib",
             c"PureWindowsPath",
-            Known::Path(1),
+            Known::Blob(BlobType::Path(PathFlavour::PureWindows)),
         ),
-        b"PosixPath" => (&POSIX_PATH, c"pathlib", c"PosixPath", Known::Path(2)),
-        b"WindowsPath" => (&WINDOWS_PATH, c"pathlib", c"WindowsPath", Known::Path(3)),
+        b"PosixPath" => (
+            &POSIX_PATH,
+            c"pathlib",
+            c"PosixPath",
+            Known::Blob(BlobType::Path(PathFlavour::Posix)),
+        ),
+        b"WindowsPath" => (
+            &WINDOWS_PATH,
+            c"pathlib",
+            c"WindowsPath",
+            Known::Blob(BlobType::Path(PathFlavour::Windows)),
+        ),
         b"IPv4Address" => (
             &IPV4_ADDRESS,
             c"ipaddress",
             c"IPv4Address",
-            Known::IpAddress(false),
+            Known::Blob(BlobType::IpAddress(false)),
         ),
         b"IPv6Address" => (
             &IPV6_ADDRESS,
             c"ipaddress",
             c"IPv6Address",
-            Known::IpAddress(true),
+            Known::Blob(BlobType::IpAddress(true)),
         ),
         b"IPv4Network" => (
             &IPV4_NETWORK,
             c"ipaddress",
             c"IPv4Network",
-            Known::IpNetwork(false),
+            Known::Blob(BlobType::IpNetwork(false)),
         ),
         b"IPv6Network" => (
             &IPV6_NETWORK,
             c"ipaddress",
             c"IPv6Network",
-            Known::IpNetwork(true),
+            Known::Blob(BlobType::IpNetwork(true)),
         ),
         b"IPv4Interface" => (
             &IPV4_INTERFACE,
             c"ipaddress",
             c"IPv4Interface",
-            Known::IpInterface(false),
+            Known::Blob(BlobType::IpInterface(false)),
         ),
         b"IPv6Interface" => (
             &IPV6_INTERFACE,
             c"ipaddress",
             c"IPv6Interface",
-            Known::IpInterface(true),
+            Known::Blob(BlobType::IpInterface(true)),
         ),
         _ => return None,
     };
     is_loaded(slot, module, attr, ty).then_some(kind)
 }
 
-/// A few bytes on the stack: the fixed-width part of a small blob.
-struct Small<const N: usize> {
-    buf: [u8; N],
-    len: usize,
+/// A `tz` field read from a tzinfo, owning the strings it copied out of Python.
+enum TzText {
+    Naive,
+    Utc,
+    Fixed { offset: i64, name: Option<String> },
+    Zone(String),
 }
 
-impl<const N: usize> Small<N> {
-    fn new() -> Self {
-        Small {
-            buf: [0; N],
-            len: 0,
+impl TzText {
+    fn as_tz(&self) -> Tz<'_> {
+        match self {
+            TzText::Naive => Tz::Naive,
+            TzText::Utc => Tz::Utc,
+            TzText::Fixed { offset, name } => Tz::Fixed {
+                offset: *offset,
+                name: name.as_deref(),
+            },
+            TzText::Zone(key) => Tz::Zone(key),
         }
-    }
-
-    /// Appends a byte; callers size `N` for the most they write.
-    #[inline]
-    fn push(&mut self, b: u8) {
-        if let Some(slot) = self.buf.get_mut(self.len) {
-            *slot = b;
-            self.len += 1;
-        }
-    }
-
-    #[inline]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.push(v as u8);
-    }
-
-    #[inline]
-    fn as_slice(&self) -> &[u8] {
-        self.buf.get(..self.len).unwrap_or(&[])
     }
 }
 
-/// The `tz` field of a TIME, DATETIME or TZINFO blob.
-struct Tz {
-    head: Small<12>,
-    text: Vec<u8>,
+/// A Decimal read from Python, owning its digits.
+struct DecimalText {
+    negative: bool,
+    kind: DecimalKind,
+    /// The coefficient of a finite value, the payload of a NaN.
+    digits: String,
 }
 
-/// The builtin types a defaultdict factory may be, by the name written for it.
-fn builtin_factories() -> [(&'static str, *mut ffi::PyTypeObject); 12] {
+enum DecimalKind {
+    Finite(i64),
+    Infinity,
+    NaN { signaling: bool },
+}
+
+impl DecimalText {
+    fn as_decimal(&self) -> Decimal<'_> {
+        let value = match self.kind {
+            DecimalKind::Finite(exponent) => DecimalValue::Finite {
+                exponent,
+                coefficient: &self.digits,
+            },
+            DecimalKind::Infinity => DecimalValue::Infinity,
+            DecimalKind::NaN { signaling } => DecimalValue::NaN {
+                signaling,
+                payload: &self.digits,
+            },
+        };
+        Decimal {
+            negative: self.negative,
+            value,
+        }
+    }
+}
+
+/// The builtin types a defaultdict factory may be, with the factory each is.
+fn builtin_factories() -> [(Factory, *mut ffi::PyTypeObject); 12] {
     // Addresses of the interpreter's static type objects; nothing is read through them.
-    [
-        ("list", &raw mut ffi::PyList_Type),
-        ("dict", &raw mut ffi::PyDict_Type),
-        ("set", &raw mut ffi::PySet_Type),
-        ("int", &raw mut ffi::PyLong_Type),
-        ("float", &raw mut ffi::PyFloat_Type),
-        ("str", &raw mut ffi::PyUnicode_Type),
-        ("bytes", &raw mut ffi::PyBytes_Type),
-        ("tuple", &raw mut ffi::PyTuple_Type),
-        ("frozenset", &raw mut ffi::PyFrozenSet_Type),
-        ("bool", &raw mut ffi::PyBool_Type),
-        ("complex", &raw mut ffi::PyComplex_Type),
-        ("bytearray", &raw mut ffi::PyByteArray_Type),
-    ]
+    Factory::ALL.map(|factory| {
+        let ty: *mut ffi::PyTypeObject = match factory {
+            Factory::List => &raw mut ffi::PyList_Type,
+            Factory::Dict => &raw mut ffi::PyDict_Type,
+            Factory::Set => &raw mut ffi::PySet_Type,
+            Factory::Int => &raw mut ffi::PyLong_Type,
+            Factory::Float => &raw mut ffi::PyFloat_Type,
+            Factory::Str => &raw mut ffi::PyUnicode_Type,
+            Factory::Bytes => &raw mut ffi::PyBytes_Type,
+            Factory::Tuple => &raw mut ffi::PyTuple_Type,
+            Factory::FrozenSet => &raw mut ffi::PyFrozenSet_Type,
+            Factory::Bool => &raw mut ffi::PyBool_Type,
+            Factory::Complex => &raw mut ffi::PyComplex_Type,
+            Factory::ByteArray => &raw mut ffi::PyByteArray_Type,
+        };
+        (factory, ty)
+    })
 }
 
 /// A refusal with a sentence for people.
@@ -311,28 +370,28 @@ impl PyEncoder<'_> {
 
     fn known(&mut self, obj: *mut ffi::PyObject, kind: Known) -> Result<(), EncodeFail> {
         match kind {
-            Known::Fraction => return self.fraction(obj),
-            Known::Range | Known::Slice => {
-                let code = if kind == Known::Range {
-                    ExtCode::Range
-                } else {
-                    ExtCode::Slice
-                };
+            Known::Composite(CompositeCode::Fraction) => self.fraction(obj),
+            Known::Composite(code @ (CompositeCode::Range | CompositeCode::Slice)) => {
                 let names = [
                     (interned!(c"start"), "start"),
                     (interned!(c"stop"), "stop"),
                     (interned!(c"step"), "step"),
                 ];
-                return self.build_after(obj, code, &names);
+                self.build_after(obj, code.code(), &names)
             }
-            Known::Deque => return self.deque(obj),
-            Known::OrderedDict => return self.dict_like(obj, ExtCode::OrderedDict),
-            Known::Counter => return self.dict_like(obj, ExtCode::Counter),
-            Known::DefaultDict => return self.dict_like(obj, ExtCode::DefaultDict),
-            _ => {}
+            Known::Composite(CompositeCode::Deque) => self.deque(obj),
+            Known::Composite(
+                code @ (CompositeCode::OrderedDict
+                | CompositeCode::Counter
+                | CompositeCode::DefaultDict),
+            ) => self.dict_like(obj, code.code()),
+            Known::Blob(blob) => self.known_blob(obj, blob),
         }
+    }
+
+    fn known_blob(&mut self, obj: *mut ffi::PyObject, kind: BlobType) -> Result<(), EncodeFail> {
         // Blobs are atoms: written once, then referred to. All but arrays are immutable.
-        let seen = if kind == Known::Array {
+        let seen = if kind == BlobType::Array {
             self.write_ref_if_seen(obj)
         } else {
             self.write_value_ref_if_seen(obj)
@@ -341,39 +400,28 @@ impl PyEncoder<'_> {
             return Ok(());
         }
         match kind {
-            Known::Date => {
+            BlobType::Date => {
                 self.date(obj);
                 Ok(())
             }
-            Known::Time => self.time(obj),
-            Known::DateTime => self.datetime(obj),
-            Known::TimeDelta => {
+            BlobType::Time => self.time(obj),
+            BlobType::DateTime => self.datetime(obj),
+            BlobType::TimeDelta => {
                 self.timedelta(obj);
                 Ok(())
             }
-            Known::TzInfo => {
+            BlobType::TzInfo => {
                 let tz = self.tz(obj)?;
-                self.blob(ExtCode::TzInfo, &[tz.head.as_slice(), &tz.text]);
+                self.writer.ext(&ExtBlob::TzInfo(tz.as_tz()));
                 Ok(())
             }
-            Known::Decimal => self.decimal(obj),
-            Known::Uuid => self.uuid(obj),
-            Known::Array => self.array(obj),
-            Known::Path(flavour) => self.path(obj, flavour),
-            Known::IpAddress(v6) => self.ip(obj, v6, None),
-            Known::IpNetwork(v6) => self.ip(obj, v6, Some(false)),
-            Known::IpInterface(v6) => self.ip(obj, v6, Some(true)),
-            _ => Ok(()),
-        }
-    }
-
-    /// An EXT blob made of `parts`, written straight into the payload.
-    fn blob(&mut self, code: ExtCode, parts: &[&[u8]]) {
-        let n = parts.iter().map(|p| p.len()).sum();
-        self.writer.ext_header(code);
-        self.writer.blob_len(n);
-        for part in parts {
-            self.writer.raw(part);
+            BlobType::Decimal => self.decimal(obj),
+            BlobType::Uuid => self.uuid(obj),
+            BlobType::Array => self.array(obj),
+            BlobType::Path(flavour) => self.path(obj, flavour),
+            BlobType::IpAddress(v6) => self.ip(obj, v6, None),
+            BlobType::IpNetwork(v6) => self.ip(obj, v6, Some(false)),
+            BlobType::IpInterface(v6) => self.ip(obj, v6, Some(true)),
         }
     }
 
@@ -399,8 +447,8 @@ impl PyEncoder<'_> {
             .ok_or_else(|| EncodeFail::python(self.py))
     }
 
-    /// The strict UTF-8 of a str, copied; refuses a non-str or a str with surrogates.
-    fn utf8(&self, s: *mut ffi::PyObject, what: &str) -> Result<Vec<u8>, EncodeFail> {
+    /// A str, copied; refuses a non-str or a str with surrogates.
+    fn utf8(&self, s: *mut ffi::PyObject, what: &str) -> Result<String, EncodeFail> {
         // SAFETY: type check on a live object.
         if unsafe { ffi::PyUnicode_Check(s) } == 0 {
             return Err(refuse(format!("{what} is not a str")));
@@ -417,7 +465,9 @@ impl PyEncoder<'_> {
             )));
         }
         // SAFETY: data points to size bytes owned by s.
-        Ok(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) }.to_vec())
+        let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
+        // CPython's UTF-8 form of a str is valid UTF-8.
+        Ok(String::from_utf8_lossy(bytes).into_owned())
     }
 
     /// An int that must fit an i64 (exponents, offsets).
@@ -436,86 +486,76 @@ impl PyEncoder<'_> {
     }
 
     fn date(&mut self, obj: *mut ffi::PyObject) {
-        let mut head = Small::<8>::new();
         // SAFETY: obj is an exact datetime.date.
-        unsafe {
-            head.varint(ffi::PyDateTime_GET_YEAR(obj) as u64);
-            head.push(ffi::PyDateTime_GET_MONTH(obj) as u8);
-            head.push(ffi::PyDateTime_GET_DAY(obj) as u8);
-        }
-        self.blob(ExtCode::Date, &[head.as_slice()]);
+        let date = unsafe { date_of(obj) };
+        self.writer.ext(&ExtBlob::Date(date));
     }
 
     fn time(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        let mut head = Small::<12>::new();
         // SAFETY: obj is an exact datetime.time; the tzinfo is borrowed from it (which is
         // immutable and alive) and held as a new reference by `tz_of` if Python code runs.
-        let tzinfo = unsafe {
-            head.push(ffi::PyDateTime_TIME_GET_HOUR(obj) as u8);
-            head.push(ffi::PyDateTime_TIME_GET_MINUTE(obj) as u8);
-            head.push(ffi::PyDateTime_TIME_GET_SECOND(obj) as u8);
-            head.varint(ffi::PyDateTime_TIME_GET_MICROSECOND(obj) as u64);
-            head.push(ffi::PyDateTime_TIME_GET_FOLD(obj) as u8 & 1);
-            ffi::PyDateTime_TIME_GET_TZINFO(obj)
+        let (fields, tzinfo) = unsafe {
+            (
+                [
+                    ffi::PyDateTime_TIME_GET_HOUR(obj),
+                    ffi::PyDateTime_TIME_GET_MINUTE(obj),
+                    ffi::PyDateTime_TIME_GET_SECOND(obj),
+                    ffi::PyDateTime_TIME_GET_MICROSECOND(obj),
+                    i32::from(ffi::PyDateTime_TIME_GET_FOLD(obj)),
+                ],
+                ffi::PyDateTime_TIME_GET_TZINFO(obj),
+            )
         };
         let tz = self.tz_of(tzinfo)?;
-        self.blob(
-            ExtCode::Time,
-            &[head.as_slice(), tz.head.as_slice(), &tz.text],
-        );
+        self.writer.ext(&ExtBlob::Time(time_of(fields, tz.as_tz())));
         Ok(())
     }
 
     fn datetime(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        let mut head = Small::<16>::new();
-        // SAFETY: obj is an exact datetime.datetime; the tzinfo is borrowed from it (which
-        // is immutable and alive) and held as a new reference by `tz_of` if Python code runs.
-        let tzinfo = unsafe {
-            head.varint(ffi::PyDateTime_GET_YEAR(obj) as u64);
-            head.push(ffi::PyDateTime_GET_MONTH(obj) as u8);
-            head.push(ffi::PyDateTime_GET_DAY(obj) as u8);
-            head.push(ffi::PyDateTime_DATE_GET_HOUR(obj) as u8);
-            head.push(ffi::PyDateTime_DATE_GET_MINUTE(obj) as u8);
-            head.push(ffi::PyDateTime_DATE_GET_SECOND(obj) as u8);
-            head.varint(ffi::PyDateTime_DATE_GET_MICROSECOND(obj) as u64);
-            head.push(ffi::PyDateTime_DATE_GET_FOLD(obj) as u8 & 1);
-            ffi::PyDateTime_DATE_GET_TZINFO(obj)
+        // SAFETY: obj is an exact datetime.datetime (a date too); the tzinfo is borrowed
+        // from it (which is immutable and alive) and held as a new reference by `tz_of` if
+        // Python code runs.
+        let (date, fields, tzinfo) = unsafe {
+            (
+                date_of(obj),
+                [
+                    ffi::PyDateTime_DATE_GET_HOUR(obj),
+                    ffi::PyDateTime_DATE_GET_MINUTE(obj),
+                    ffi::PyDateTime_DATE_GET_SECOND(obj),
+                    ffi::PyDateTime_DATE_GET_MICROSECOND(obj),
+                    i32::from(ffi::PyDateTime_DATE_GET_FOLD(obj)),
+                ],
+                ffi::PyDateTime_DATE_GET_TZINFO(obj),
+            )
         };
         let tz = self.tz_of(tzinfo)?;
-        self.blob(
-            ExtCode::DateTime,
-            &[head.as_slice(), tz.head.as_slice(), &tz.text],
-        );
+        let time = time_of(fields, tz.as_tz());
+        self.writer.ext(&ExtBlob::DateTime(DateTime { date, time }));
         Ok(())
     }
 
     fn timedelta(&mut self, obj: *mut ffi::PyObject) {
-        let mut head = Small::<16>::new();
         // SAFETY: obj is an exact datetime.timedelta.
-        unsafe {
-            head.varint(zigzag(i64::from(ffi::PyDateTime_DELTA_GET_DAYS(obj))));
-            head.varint(ffi::PyDateTime_DELTA_GET_SECONDS(obj) as u64);
-            head.varint(ffi::PyDateTime_DELTA_GET_MICROSECONDS(obj) as u64);
-        }
-        self.blob(ExtCode::TimeDelta, &[head.as_slice()]);
+        let delta = unsafe {
+            TimeDelta {
+                days: ffi::PyDateTime_DELTA_GET_DAYS(obj),
+                seconds: ffi::PyDateTime_DELTA_GET_SECONDS(obj) as u32,
+                microseconds: ffi::PyDateTime_DELTA_GET_MICROSECONDS(obj) as u32,
+            }
+        };
+        self.writer.ext(&ExtBlob::TimeDelta(delta));
     }
 
     /// The `tz` field for the tzinfo borrowed from a time or datetime (None when naive):
     /// naive and UTC values without a detour; others hold the tzinfo while Python runs.
     #[inline]
-    fn tz_of(&self, tzinfo: *mut ffi::PyObject) -> Result<Tz, EncodeFail> {
-        let mut tz = Tz {
-            head: Small::new(),
-            text: Vec::new(),
-        };
+    fn tz_of(&self, tzinfo: *mut ffi::PyObject) -> Result<TzText, EncodeFail> {
         // SAFETY: comparing with the None singleton.
         if tzinfo.is_null() || tzinfo == unsafe { ffi::Py_None() } {
-            tz.head.push(0);
-            return Ok(tz);
+            return Ok(TzText::Naive);
         }
         if datetime_api(false).is_some_and(|api| tzinfo == api.TimeZone_UTC) {
-            tz.head.push(1);
-            return Ok(tz);
+            return Ok(TzText::Utc);
         }
         // SAFETY: tzinfo is a live object borrowed from the (live) time or datetime.
         let held = unsafe { owned_borrow(tzinfo) };
@@ -523,22 +563,16 @@ impl PyEncoder<'_> {
     }
 
     /// The `tz` field for a tzinfo (None for naive values).
-    fn tz(&self, tzinfo: *mut ffi::PyObject) -> Result<Tz, EncodeFail> {
-        let mut tz = Tz {
-            head: Small::new(),
-            text: Vec::new(),
-        };
+    fn tz(&self, tzinfo: *mut ffi::PyObject) -> Result<TzText, EncodeFail> {
         // SAFETY: comparing with the None singleton.
         if tzinfo == unsafe { ffi::Py_None() } {
-            tz.head.push(0);
-            return Ok(tz);
+            return Ok(TzText::Naive);
         }
         let Some(api) = datetime_api(true) else {
             return Err(refuse(String::from("datetime is not loaded")));
         };
         if tzinfo == api.TimeZone_UTC {
-            tz.head.push(1);
-            return Ok(tz);
+            return Ok(TzText::Utc);
         }
         // SAFETY: tzinfo is a live object.
         let ty = unsafe { ffi::Py_TYPE(tzinfo) };
@@ -571,20 +605,19 @@ impl PyEncoder<'_> {
                     + i64::from(ffi::PyDateTime_DELTA_GET_SECONDS(offset)) * 1_000_000
                     + i64::from(ffi::PyDateTime_DELTA_GET_MICROSECONDS(offset))
             };
-            if n == 2 {
+            // An explicitly empty name is Some(""): the format gives it a kind of its own,
+            // as a name length of 0 means "no name".
+            let name = if n == 2 {
                 // SAFETY: 1 < n = len(args).
                 let name = unsafe { ffi::PyTuple_GET_ITEM(args, 1) };
-                tz.text = self.utf8(name, "timezone name")?;
-            }
-            // A name length of 0 means "no name", so an explicitly empty name has a kind
-            // of its own.
-            let empty_name = n == 2 && tz.text.is_empty();
-            tz.head.push(if empty_name { 4 } else { 2 });
-            tz.head.varint(zigzag(micros));
-            if !empty_name {
-                tz.head.varint(tz.text.len() as u64);
-            }
-            return Ok(tz);
+                Some(self.utf8(name, "timezone name")?)
+            } else {
+                None
+            };
+            return Ok(TzText::Fixed {
+                offset: micros,
+                name,
+            });
         }
         if is_loaded(&ZONEINFO, c"zoneinfo", c"ZoneInfo", ty) {
             let key = self.attr(tzinfo, interned!(c"key"))?;
@@ -595,16 +628,12 @@ impl PyEncoder<'_> {
                 )));
             }
             let key = self.utf8(key.as_ptr(), "ZoneInfo key")?;
-            if !valid_zone_key(&key) {
+            if !valid_zone_key(key.as_bytes()) {
                 return Err(refuse(format!(
-                    "ZoneInfo key {:?} cannot be written: keys are 1..255 characters from A-Za-z0-9_+-/ with no empty segment",
-                    String::from_utf8_lossy(&key)
+                    "ZoneInfo key {key:?} cannot be written: keys are 1..255 characters from A-Za-z0-9_+-/ with no empty segment"
                 )));
             }
-            tz.head.push(3);
-            tz.head.varint(key.len() as u64);
-            tz.text = key;
-            return Ok(tz);
+            return Ok(TzText::Zone(key));
         }
         Err(refuse(format!(
             "tzinfo of type {} cannot be written; amber writes datetime.timezone and zoneinfo.ZoneInfo",
@@ -624,8 +653,8 @@ impl PyEncoder<'_> {
         if !data.is_null() {
             // SAFETY: data points to size bytes owned by `text`.
             let text = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size as usize) };
-            if let Some(blob) = decimal_blob(text) {
-                self.blob(ExtCode::Decimal, &[&blob]);
+            if let Some(decimal) = decimal_text(text) {
+                self.writer.ext(&ExtBlob::Decimal(decimal.as_decimal()));
                 return Ok(());
             }
         }
@@ -647,51 +676,49 @@ impl PyEncoder<'_> {
             }
         };
         let (sign, digits, exponent) = (item(0)?, item(1)?, item(2)?);
-        let mut form = match self.small_int(sign, "Decimal sign")? {
-            0 => 0u8,
-            1 => 1u8,
+        let negative = match self.small_int(sign, "Decimal sign")? {
+            0 => false,
+            1 => true,
             other => return Err(refuse(format!("Decimal sign {other} is not 0 or 1"))),
         };
-        let mut blob = Vec::new();
         // SAFETY: type check on a live object.
-        if unsafe { ffi::PyUnicode_Check(exponent) } != 0 {
-            let special = self.utf8(exponent, "Decimal exponent")?;
-            form |= match special.as_slice() {
-                b"F" => 1 << 1,
-                b"n" => 2 << 1,
-                b"N" => 3 << 1,
+        let kind = if unsafe { ffi::PyUnicode_Check(exponent) } != 0 {
+            match self.utf8(exponent, "Decimal exponent")?.as_str() {
+                "F" => DecimalKind::Infinity,
+                "n" => DecimalKind::NaN { signaling: false },
+                "N" => DecimalKind::NaN { signaling: true },
                 _ => {
                     return Err(refuse(String::from(
                         "Decimal exponent is not an int or F/n/N",
                     )))
                 }
-            };
-            blob.push(form);
-            if form >> 1 == 1 {
-                self.blob(ExtCode::Decimal, &[&blob]);
-                return Ok(());
             }
         } else {
-            let exponent = self.small_int(exponent, "Decimal exponent")?;
-            blob.push(form);
-            amber_format::varint::write_varint(&mut blob, zigzag(exponent));
-        }
-        // SAFETY: type check on a live object (held by `parts`).
-        if unsafe { ffi::PyTuple_Check(digits) } == 0 {
-            return Err(refuse(String::from("Decimal digits are not a tuple")));
-        }
-        // SAFETY: digits is a tuple kept alive by `parts`.
-        let n = unsafe { ffi::PyTuple_GET_SIZE(digits) };
-        blob.reserve(n as usize);
-        for i in 0..n {
-            // SAFETY: 0 <= i < len(digits); borrowed from the tuple.
-            let d = unsafe { ffi::PyTuple_GET_ITEM(digits, i) };
-            match self.small_int(d, "Decimal digit")? {
-                d @ 0..=9 => blob.push(b'0' + d as u8),
-                other => return Err(refuse(format!("Decimal digit {other} is not 0..9"))),
+            DecimalKind::Finite(self.small_int(exponent, "Decimal exponent")?)
+        };
+        let mut text = DecimalText {
+            negative,
+            kind,
+            digits: String::new(),
+        };
+        if !matches!(text.kind, DecimalKind::Infinity) {
+            // SAFETY: type check on a live object (held by `parts`).
+            if unsafe { ffi::PyTuple_Check(digits) } == 0 {
+                return Err(refuse(String::from("Decimal digits are not a tuple")));
+            }
+            // SAFETY: digits is a tuple kept alive by `parts`.
+            let n = unsafe { ffi::PyTuple_GET_SIZE(digits) };
+            text.digits.reserve(n as usize);
+            for i in 0..n {
+                // SAFETY: 0 <= i < len(digits); borrowed from the tuple.
+                let d = unsafe { ffi::PyTuple_GET_ITEM(digits, i) };
+                match self.small_int(d, "Decimal digit")? {
+                    d @ 0..=9 => text.digits.push(char::from(b'0' + d as u8)),
+                    other => return Err(refuse(format!("Decimal digit {other} is not 0..9"))),
+                }
             }
         }
-        self.blob(ExtCode::Decimal, &[&blob]);
+        self.writer.ext(&ExtBlob::Decimal(text.as_decimal()));
         Ok(())
     }
 
@@ -702,9 +729,6 @@ impl PyEncoder<'_> {
         let value: u128 = unsafe { Bound::from_borrowed_ptr(py, int.as_ptr()) }
             .extract()
             .map_err(|_| refuse(String::from("UUID.int is not an int in 0..2**128")))?;
-        let mut blob = [0u8; 17];
-        let (bytes, safe) = blob.split_at_mut(16);
-        bytes.copy_from_slice(&value.to_be_bytes());
         let is_safe = self.attr(obj, interned!(c"is_safe"))?;
         let member = |slot: &'static Cached, name: &'static CStr| {
             slot.get_or_init(|| {
@@ -722,20 +746,21 @@ impl PyEncoder<'_> {
             })
         };
         let is_safe = is_safe.as_ptr();
-        let len = if is_safe == member(&SAFE_UUID_UNKNOWN, c"unknown") {
-            16
+        let is_safe = if is_safe == member(&SAFE_UUID_UNKNOWN, c"unknown") {
+            SafeUuid::Unknown
         } else if is_safe == member(&SAFE_UUID_SAFE, c"safe") {
-            safe[0] = 0;
-            17
+            SafeUuid::Safe
         } else if is_safe == member(&SAFE_UUID_UNSAFE, c"unsafe") {
-            safe[0] = 1;
-            17
+            SafeUuid::Unsafe
         } else {
             return Err(refuse(String::from(
                 "UUID.is_safe is not a uuid.SafeUUID member",
             )));
         };
-        self.blob(ExtCode::Uuid, &[blob.get(..len).unwrap_or(&blob)]);
+        self.writer.ext(&ExtBlob::Uuid(Uuid {
+            bytes: value.to_be_bytes(),
+            is_safe,
+        }));
         Ok(())
     }
 
@@ -869,34 +894,31 @@ impl PyEncoder<'_> {
         }
         let builtins = builtin_factories();
         match builtins.iter().find(|(_, ty)| factory == ty.cast()) {
-            Some((name, _)) => {
-                self.writer.str(name.as_bytes());
+            Some((known, _)) => {
+                self.writer.str(known.name().as_bytes());
                 Ok(())
             }
-            None => {
-                let names: Vec<&str> = builtins.iter().map(|(name, _)| *name).collect();
-                Err(refuse(format!(
-                    "defaultdict factory {} is not a builtin type; amber can only write None, {}",
-                    callable_name(self.py, factory),
-                    names.join(", ")
-                )))
-            }
+            None => Err(refuse(format!(
+                "defaultdict factory {} is not a builtin type; amber can only write None, {}",
+                callable_name(self.py, factory),
+                Factory::names()
+            ))),
         }
     }
 
     fn array(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         let typecode = self.attr(obj, interned!(c"typecode"))?;
         let typecode = self.utf8(typecode.as_ptr(), "array typecode")?;
-        let code = match typecode.as_slice() {
-            [c] if array_wire_size(*c).is_some() => *c,
-            _ => {
-                return Err(refuse(format!(
-                    "array typecode {:?} cannot be written",
-                    String::from_utf8_lossy(&typecode)
-                )))
-            }
+        let code = match typecode.as_bytes() {
+            [c] => ArrayTypecode::from_byte(*c),
+            _ => None,
         };
-        let wire = array_wire_size(code).unwrap_or(1);
+        let Some(code) = code else {
+            return Err(refuse(format!(
+                "array typecode {typecode:?} cannot be written"
+            )));
+        };
+        let wire = code.wire_size();
         // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
         let mut view = crate::buffer::BufferView(unsafe { std::mem::zeroed() });
         // SAFETY: obj exports a contiguous buffer; NULL/-1 means an exception is set.
@@ -906,7 +928,7 @@ impl PyEncoder<'_> {
         if view.0.itemsize != 0 && view.0.itemsize as usize != wire && view.0.len != 0 {
             return Err(refuse(format!(
                 "array typecode '{}' has {}-byte items on this platform, but the format has {wire}-byte items",
-                code as char, view.0.itemsize
+                code.byte() as char, view.0.itemsize
             )));
         }
         let len = view.0.len.max(0) as usize;
@@ -928,15 +950,21 @@ impl PyEncoder<'_> {
             for item in swapped.chunks_exact_mut(wire) {
                 item.reverse();
             }
-            self.blob(ExtCode::Array, &[&[code], &swapped]);
+            self.writer.ext(&ExtBlob::Array(Array {
+                typecode: code,
+                data: &swapped,
+            }));
         } else {
-            self.blob(ExtCode::Array, &[&[code], data]);
+            self.writer.ext(&ExtBlob::Array(Array {
+                typecode: code,
+                data,
+            }));
         }
         drop(view);
         Ok(())
     }
 
-    fn path(&mut self, obj: *mut ffi::PyObject, flavour: u8) -> Result<(), EncodeFail> {
+    fn path(&mut self, obj: *mut ffi::PyObject, flavour: PathFlavour) -> Result<(), EncodeFail> {
         // SAFETY: str() of a live object; NULL means an exception is set.
         let text = PyObj::from_owned(unsafe { ffi::PyObject_Str(obj) })
             .ok_or_else(|| EncodeFail::python(self.py))?;
@@ -956,12 +984,19 @@ impl PyEncoder<'_> {
                 ffi::Py_SIZE(encoded.as_ptr()) as usize,
             )
         };
-        self.blob(ExtCode::Path, &[&[flavour], bytes]);
+        self.writer.ext(&ExtBlob::Path(Path {
+            flavour,
+            text: bytes,
+        }));
         Ok(())
     }
 
-    /// The packed address (and IPv6 scope) of an address object.
-    fn packed_address(&self, addr: *mut ffi::PyObject, v6: bool) -> Result<Vec<u8>, EncodeFail> {
+    /// The packed address and IPv6 scope of an address object.
+    fn packed_address(
+        &self,
+        addr: *mut ffi::PyObject,
+        v6: bool,
+    ) -> Result<(Vec<u8>, Option<String>), EncodeFail> {
         let packed = self.attr(addr, interned!(c"packed"))?;
         let p = packed.as_ptr();
         // SAFETY: type check on a live object.
@@ -969,7 +1004,7 @@ impl PyEncoder<'_> {
             return Err(refuse(String::from("ip address .packed is not bytes")));
         }
         // SAFETY: p is a bytes object we hold while copying.
-        let mut out = unsafe {
+        let out = unsafe {
             std::slice::from_raw_parts(
                 ffi::PyBytes_AS_STRING(p).cast::<u8>(),
                 ffi::Py_SIZE(p) as usize,
@@ -981,20 +1016,21 @@ impl PyEncoder<'_> {
                 "ip address .packed has the wrong length",
             )));
         }
+        let mut scope = None;
         if v6 {
-            let scope = self.attr(addr, interned!(c"scope_id"))?;
+            let scope_id = self.attr(addr, interned!(c"scope_id"))?;
             // SAFETY: comparing with the None singleton.
-            if scope.as_ptr() != unsafe { ffi::Py_None() } {
-                let scope = self.utf8(scope.as_ptr(), "IPv6 scope id")?;
-                if scope.is_empty() || scope.iter().any(|&c| c == b'%' || c == b'/') {
+            if scope_id.as_ptr() != unsafe { ffi::Py_None() } {
+                let text = self.utf8(scope_id.as_ptr(), "IPv6 scope id")?;
+                if text.is_empty() || text.contains(['%', '/']) {
                     return Err(refuse(String::from(
                         "IPv6 scope id is empty or holds '%' or '/'",
                     )));
                 }
-                out.extend_from_slice(&scope);
+                scope = Some(text);
             }
         }
-        Ok(out)
+        Ok((out, scope))
     }
 
     /// IP_ADDRESS (`prefixed` None), IP_NETWORK (Some(false)), IP_INTERFACE (Some(true)).
@@ -1005,11 +1041,12 @@ impl PyEncoder<'_> {
         prefixed: Option<bool>,
     ) -> Result<(), EncodeFail> {
         let Some(interface) = prefixed else {
-            let addr = self.packed_address(obj, v6)?;
-            self.blob(ExtCode::IpAddress, &[&addr]);
+            let (packed, scope) = self.packed_address(obj, v6)?;
+            let address = ip_addr(&packed, scope.as_deref());
+            self.writer.ext(&ExtBlob::IpAddress(IpAddress(address)));
             return Ok(());
         };
-        let (addr, network) = if interface {
+        let ((packed, scope), network) = if interface {
             (
                 self.packed_address(obj, v6)?,
                 self.attr(obj, interned!(c"network"))?,
@@ -1028,38 +1065,84 @@ impl PyEncoder<'_> {
                 "prefix length {prefix} is out of range 0..{max}"
             )));
         }
-        let code = if interface {
-            ExtCode::IpInterface
-        } else {
-            ExtCode::IpNetwork
+        let value = IpPrefixed {
+            prefix: prefix as u8,
+            address: ip_addr(&packed, scope.as_deref()),
         };
-        self.blob(code, &[&[prefix as u8], &addr]);
+        self.writer.ext(&if interface {
+            ExtBlob::IpInterface(value)
+        } else {
+            ExtBlob::IpNetwork(value)
+        });
         Ok(())
     }
 }
 
-/// The DECIMAL blob for the text `str(Decimal)` gives (`-1.250E+7`, `0.00`, `-Infinity`,
+/// The address of 4 (IPv4) or 16 (IPv6) packed bytes, which `packed_address` checked.
+fn ip_addr<'a>(packed: &[u8], scope: Option<&'a str>) -> IpAddr<'a> {
+    match <[u8; 4]>::try_from(packed) {
+        Ok(octets) => IpAddr::V4(octets),
+        Err(_) => IpAddr::V6 {
+            octets: <[u8; 16]>::try_from(packed).unwrap_or([0; 16]),
+            scope,
+        },
+    }
+}
+
+/// A datetime.date's fields.
+///
+/// # Safety
+/// `obj` must be a live `datetime.date` (or `datetime.datetime`) and the GIL held.
+unsafe fn date_of(obj: *mut ffi::PyObject) -> Date {
+    // SAFETY: per the function contract.
+    unsafe {
+        Date {
+            year: ffi::PyDateTime_GET_YEAR(obj) as u16,
+            month: ffi::PyDateTime_GET_MONTH(obj) as u8,
+            day: ffi::PyDateTime_GET_DAY(obj) as u8,
+        }
+    }
+}
+
+/// A TIME from hour, minute, second, microsecond and fold, as CPython holds them.
+fn time_of(fields: [std::os::raw::c_int; 5], tz: Tz<'_>) -> Time<'_> {
+    let [hour, minute, second, microsecond, fold] = fields;
+    Time {
+        hour: hour as u8,
+        minute: minute as u8,
+        second: second as u8,
+        microsecond: microsecond as u32,
+        fold: fold & 1 != 0,
+        tz,
+    }
+}
+
+/// The Decimal for the text `str(Decimal)` gives (`-1.250E+7`, `0.00`, `-Infinity`,
 /// `sNaN12`), or `None` for any text of another shape.
-fn decimal_blob(text: &[u8]) -> Option<Vec<u8>> {
+fn decimal_text(text: &[u8]) -> Option<DecimalText> {
     let (negative, rest) = match text {
         [b'-', rest @ ..] => (true, rest),
         _ => (false, text),
     };
-    let sign = u8::from(negative);
     let digits_only = |d: &[u8]| d.iter().all(u8::is_ascii_digit);
-    let special = |kind: u8, payload: &[u8]| {
+    let special = |signaling: bool, payload: &[u8]| {
         let ok = digits_only(payload) && payload.first() != Some(&b'0');
-        ok.then(|| {
-            let mut blob = Vec::with_capacity(1 + payload.len());
-            blob.push(sign | kind << 1);
-            blob.extend_from_slice(payload);
-            blob
+        ok.then(|| DecimalText {
+            negative,
+            kind: DecimalKind::NaN { signaling },
+            digits: String::from_utf8_lossy(payload).into_owned(),
         })
     };
     match rest {
-        b"Infinity" => return Some(vec![sign | 1 << 1]),
-        [b'N', b'a', b'N', payload @ ..] => return special(2, payload),
-        [b's', b'N', b'a', b'N', payload @ ..] => return special(3, payload),
+        b"Infinity" => {
+            return Some(DecimalText {
+                negative,
+                kind: DecimalKind::Infinity,
+                digits: String::new(),
+            })
+        }
+        [b'N', b'a', b'N', payload @ ..] => return special(false, payload),
+        [b's', b'N', b'a', b'N', payload @ ..] => return special(true, payload),
         _ => {}
     }
     let (mantissa, exponent) = match rest.iter().position(|&c| c == b'E' || c == b'e') {
@@ -1078,20 +1161,21 @@ fn decimal_blob(text: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let exponent = exponent.checked_sub(i64::try_from(frac_part.len()).ok()?)?;
-    let mut blob = Vec::with_capacity(12 + int_part.len() + frac_part.len());
-    blob.push(sign);
-    amber_format::varint::write_varint(&mut blob, zigzag(exponent));
-    let start = blob.len();
-    for &d in int_part.iter().chain(frac_part) {
-        // Leading zeros of the coefficient are not written ("0.05" is 5E-2).
-        if d != b'0' || blob.len() > start {
-            blob.push(d);
-        }
+    // Leading zeros of the coefficient are not written ("0.05" is 5E-2).
+    let mut digits: String = int_part
+        .iter()
+        .chain(frac_part)
+        .skip_while(|&&d| d == b'0')
+        .map(|&d| char::from(d))
+        .collect();
+    if digits.is_empty() {
+        digits.push('0');
     }
-    if blob.len() == start {
-        blob.push(b'0');
-    }
-    Some(blob)
+    Some(DecimalText {
+        negative,
+        kind: DecimalKind::Finite(exponent),
+        digits,
+    })
 }
 
 /// A new reference to a borrowed, non-NULL object.

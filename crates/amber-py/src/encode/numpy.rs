@@ -8,9 +8,10 @@
 use std::ffi::CStr;
 use std::sync::Mutex;
 
-use amber_format::ext::BufferKind;
-use amber_format::varint::write_varint;
-use amber_format::ExtCode;
+use amber_format::ext::{
+    BufferKind, Dims, Dtype, ExtBlob, NdArray, NdArrayHeader, NumpyScalar, MAX_DTYPE_LEN, MAX_NDIM,
+    PLAIN_KINDS,
+};
 use pyo3::prelude::PyAnyMethods;
 use pyo3_ffi as ffi;
 
@@ -28,24 +29,21 @@ macro_rules! interned {
 }
 
 /// dtypes already checked, by address (a strong reference, never released, keeps each
-/// address theirs): the length-prefixed `dtype.str` and the item size. Bounded.
+/// address theirs): the dtype text written for them and the item size. Bounded.
 static DTYPE_CACHE: Mutex<Vec<(usize, Vec<u8>, usize)>> = Mutex::new(Vec::new());
 const DTYPE_CACHE_MAX: usize = 64;
 
 static NDARRAY: Cached = Cached::new();
 static GENERIC: Cached = Cached::new();
 
-/// dtype kinds whose items are plain bytes: bool, ints, floats, complex, timedelta64,
-/// datetime64, bytes, str, unstructured void.
-const PLAIN_KINDS: &[u8] = b"biufcmMSUV";
-/// Most dimensions an NDARRAY may have.
-const MAX_NDIM: usize = 64;
-/// Longest dtype string.
-const MAX_DTYPE_LEN: usize = 64;
-
 #[cold]
 fn refuse(reason: String) -> EncodeFail {
     EncodeFail::new(FailKind::Refused(reason))
+}
+
+/// The dtype the format crate reads from `text`: it refuses a text it would not decode.
+fn checked_dtype(text: &[u8]) -> Result<Dtype<'_>, EncodeFail> {
+    Dtype::from_text(text).map_err(|e| refuse(format!("numpy dtype cannot be written: {e}")))
 }
 
 impl PyEncoder<'_> {
@@ -106,8 +104,8 @@ impl PyEncoder<'_> {
         Ok(n as usize)
     }
 
-    /// Checks a dtype and writes its `dtype.str` (length-prefixed) to `out`; returns the
-    /// item size.
+    /// Checks a dtype and writes the text written for it (`dtype.str`, or a structured
+    /// dtype's JSON) to `out`; returns the item size.
     fn np_dtype(&self, dtype: &PyObj, out: &mut Vec<u8>) -> Result<usize, EncodeFail> {
         let dt = dtype.as_ptr();
         if let Ok(cache) = DTYPE_CACHE.lock() {
@@ -169,7 +167,7 @@ impl PyEncoder<'_> {
                 .extract::<String>()
                 .map_err(|_| refuse(String::from("a structured dtype did not describe itself")))?
                 .into_bytes();
-        } else if text.is_empty() || text.len() > MAX_DTYPE_LEN || !text.is_ascii() {
+        } else if text.is_empty() || text.len() as u64 > MAX_DTYPE_LEN || !text.is_ascii() {
             return Err(refuse(format!(
                 "numpy dtype string {:?} is not 1..64 ASCII characters",
                 String::from_utf8_lossy(&text)
@@ -177,7 +175,6 @@ impl PyEncoder<'_> {
         }
         let itemsize = self.np_attr(dt, interned!(c"itemsize"))?;
         let itemsize = self.np_size(&itemsize, "itemsize")?;
-        write_varint(out, text.len() as u64);
         out.extend_from_slice(&text);
         Ok(itemsize)
     }
@@ -186,7 +183,6 @@ impl PyEncoder<'_> {
         if self.write_ref_if_seen(obj) {
             return Ok(());
         }
-        let mut head = Vec::with_capacity(32);
         let shape = self.np_attr(obj, interned!(c"shape"))?;
         let shape_ptr = shape.as_ptr();
         // SAFETY: type check on a live object.
@@ -195,14 +191,13 @@ impl PyEncoder<'_> {
         }
         // SAFETY: shape is a tuple we hold.
         let ndim = unsafe { ffi::PyTuple_GET_SIZE(shape_ptr) } as usize;
-        if ndim > MAX_NDIM {
+        if ndim as u64 > MAX_NDIM {
             return Err(refuse(format!(
                 "numpy array has {ndim} dimensions; at most {MAX_NDIM} can be written"
             )));
         }
-        write_varint(&mut head, ndim as u64);
-        let mut count: usize = 1;
-        for i in 0..ndim {
+        let mut dims = [0u64; MAX_NDIM as usize];
+        for (i, slot) in dims.iter_mut().enumerate().take(ndim) {
             // SAFETY: 0 <= i < len(shape); a new reference to the borrowed item.
             let dim = unsafe {
                 PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ffi::PyTuple_GET_ITEM(
@@ -210,15 +205,23 @@ impl PyEncoder<'_> {
                     i as ffi::Py_ssize_t,
                 )))
             };
-            let dim = self.np_size(&dim, "dimension")?;
-            count = count.saturating_mul(dim);
-            write_varint(&mut head, dim as u64);
+            *slot = self.np_size(&dim, "dimension")? as u64;
         }
+        let mut wire_dims = Vec::with_capacity(2 * ndim);
+        let dims = Dims::encode(dims.get(..ndim).unwrap_or(&[]), &mut wire_dims)
+            .map_err(|e| refuse(format!("numpy array cannot be written: {e}")))?;
         let dtype = self.np_attr(obj, interned!(c"dtype"))?;
-        let itemsize = self.np_dtype(&dtype, &mut head)?;
-        let expected = count.saturating_mul(itemsize);
+        let mut text = Vec::with_capacity(16);
+        let itemsize = self.np_dtype(&dtype, &mut text)?;
+        let header = NdArrayHeader {
+            dims,
+            dtype: checked_dtype(&text)?,
+        };
+        let expected = usize::try_from(dims.count())
+            .unwrap_or(usize::MAX)
+            .saturating_mul(itemsize);
         if self.goes_out_of_band(expected) {
-            return self.ndarray_out_of_band(obj, &head, expected);
+            return self.ndarray_out_of_band(obj, header, expected);
         }
 
         // The data, C-contiguous: the array's own buffer, or a C-order copy of it.
@@ -260,23 +263,19 @@ impl PyEncoder<'_> {
             // array cannot be resized while exported); no Python code runs meanwhile.
             unsafe { std::slice::from_raw_parts(view.0.buf.cast::<u8>(), len) }
         };
-        self.writer.ext_header(ExtCode::NdArray);
-        self.writer.blob_len(head.len() + data.len());
-        self.writer.reserve(head.len() + data.len());
-        self.writer.raw(&head);
-        self.writer.raw(data);
+        self.writer.ext(&ExtBlob::NdArray(NdArray { header, data }));
         drop(view);
         drop(source);
         Ok(())
     }
 
-    /// An array whose `len` bytes of data go out of band after `head` (the NDARRAY header).
+    /// An array whose `len` bytes of data go out of band, described by `header`.
     /// The buffer is the array's own memory when it is C- or Fortran-contiguous; any other
     /// array is first copied to C order by numpy, and the copy is the buffer.
     fn ndarray_out_of_band(
         &mut self,
         obj: *mut ffi::PyObject,
-        head: &[u8],
+        header: NdArrayHeader<'_>,
         len: usize,
     ) -> Result<(), EncodeFail> {
         let exports = |flags: std::os::raw::c_int| {
@@ -314,17 +313,17 @@ impl PyEncoder<'_> {
             .call_method1("ravel", ("K",))
             .and_then(|f| f.call_method1("view", ("u1",)))
             .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
-        let kind = BufferKind::NdArray { fortran };
-        self.out_of_band(obj, flat.as_ptr(), kind, len, head)
+        let kind = BufferKind::NdArray { fortran, header };
+        self.out_of_band(obj, flat.as_ptr(), kind, len)
     }
 
     fn numpy_scalar(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         if self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
-        let mut head = Vec::with_capacity(16);
+        let mut text = Vec::with_capacity(16);
         let dtype = self.np_attr(obj, interned!(c"dtype"))?;
-        let itemsize = self.np_dtype(&dtype, &mut head)?;
+        let itemsize = self.np_dtype(&dtype, &mut text)?;
         let tobytes = self.np_attr(obj, interned!(c"tobytes"))?;
         // SAFETY: tobytes is a bound method; NULL means an exception is set.
         let raw = PyObj::from_owned(unsafe { ffi::PyObject_CallNoArgs(tobytes.as_ptr()) })
@@ -349,10 +348,10 @@ impl PyEncoder<'_> {
                 data.len()
             )));
         }
-        self.writer.ext_header(ExtCode::NumpyScalar);
-        self.writer.blob_len(head.len() + data.len());
-        self.writer.raw(&head);
-        self.writer.raw(data);
+        self.writer.ext(&ExtBlob::NumpyScalar(NumpyScalar {
+            dtype: checked_dtype(&text)?,
+            data,
+        }));
         Ok(())
     }
 }

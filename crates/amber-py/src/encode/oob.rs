@@ -9,8 +9,7 @@
 //! callback sees exactly the buffers the final payload names, in index order, and no caller
 //! code runs in the middle of the walk (where it could change the graph being written).
 
-use amber_format::ext::{BufferKind, OutOfBandRef, OUT_OF_BAND_THRESHOLD};
-use amber_format::ExtCode;
+use amber_format::ext::{self, BufferKind, ExtBlob, OUT_OF_BAND_THRESHOLD};
 use pyo3::prelude::*;
 use pyo3::PyErr;
 use pyo3_ffi as ffi;
@@ -81,22 +80,21 @@ impl PyEncoder<'_> {
     pub(super) fn out_of_band_object(
         &mut self,
         obj: *mut ffi::PyObject,
-        kind: BufferKind,
+        kind: BufferKind<'_>,
         len: usize,
     ) -> Result<(), EncodeFail> {
-        self.out_of_band(obj, obj, kind, len, &[])
+        self.out_of_band(obj, obj, kind, len)
     }
 
     /// Writes a reference to a new out-of-band buffer: `exporter` holds the data (`obj`
     /// itself, or for an ndarray a flat byte view of it or of its copy), `len` bytes in one
-    /// C-contiguous block; `ndarray_header` is the NDARRAY header of an array.
+    /// C-contiguous block; `kind` says what it holds (an ndarray's kind carries its header).
     pub(super) fn out_of_band(
         &mut self,
         obj: *mut ffi::PyObject,
         exporter: *mut ffi::PyObject,
-        kind: BufferKind,
+        kind: BufferKind<'_>,
         len: usize,
-        ndarray_header: &[u8],
     ) -> Result<(), EncodeFail> {
         if self.oob.stop_at == Some(obj as usize) {
             self.oob.found = true;
@@ -107,17 +105,11 @@ impl PyEncoder<'_> {
         // Making the views allocates (and may start a garbage collection).
         self.pin_memo();
         let view = self.byte_view(exporter, len)?;
-        let mut blob = Vec::with_capacity(24 + ndarray_header.len());
-        OutOfBandRef {
+        self.writer.ext(&ExtBlob::OutOfBand(ext::OutOfBand {
             index: self.oob.buffers.len() as u64,
             length: len as u64,
             kind,
-            ndarray_header,
-        }
-        .write(&mut blob);
-        self.writer.ext_header(ExtCode::OutOfBand);
-        self.writer.blob_len(blob.len());
-        self.writer.raw(&blob);
+        }));
         // SAFETY: obj is live (held by its container, or by the caller for the root).
         let source = unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj)) };
         self.oob.buffers.push((view, source));
