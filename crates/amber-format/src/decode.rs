@@ -7,7 +7,7 @@
 
 use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError, ErrorKind};
-use crate::ext::{ExtBlob, ExtCode, ExtLayout};
+use crate::ext::{BuildAfterCode, CreateFirstCode, ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
 use crate::object::{self, NameProblem, ObjectKind, ShapeDef};
 use crate::tag::{Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
@@ -133,17 +133,20 @@ pub trait Builder {
     fn ext_blob(&mut self, blob: ExtBlob<'_>, raw: &[u8]) -> Result<Self::Obj, BuildError>;
     /// An empty EXT value of a [`ExtLayout::CreateFirst`] code; [`Builder::ext_finish`]
     /// gives it its values.
-    fn ext_begin(&mut self, code: ExtCode) -> Result<Self::Obj, BuildError>;
+    fn ext_begin(&mut self, code: CreateFirstCode) -> Result<Self::Obj, BuildError>;
     /// Completes a value made by [`Builder::ext_begin`] with its decoded values.
     fn ext_finish(
         &mut self,
-        code: ExtCode,
+        code: CreateFirstCode,
         obj: &Self::Obj,
         values: Vec<Self::Obj>,
     ) -> Result<(), BuildError>;
     /// An EXT value of a [`ExtLayout::BuildAfter`] code, from its decoded values.
-    fn ext_build(&mut self, code: ExtCode, values: Vec<Self::Obj>)
-        -> Result<Self::Obj, BuildError>;
+    fn ext_build(
+        &mut self,
+        code: BuildAfterCode,
+        values: Vec<Self::Obj>,
+    ) -> Result<Self::Obj, BuildError>;
 
     /// Learns shape number `index` (numbered from 0 in payload order) before any instance of
     /// it is built: the place to refuse a class the caller did not allow.
@@ -1251,30 +1254,32 @@ impl<'a, B: Builder> Decoder<'a, B> {
                     .ext_blob(blob, raw)
                     .map_err(|e| host_error(e, at, what))
             }
-            ExtLayout::CreateFirst(n) => self.nested(|d| {
+            ExtLayout::CreateFirst(composite) => self.nested(|d| {
+                let n = composite.composite().values();
                 d.enter(at)?;
                 d.check_count(n as u64, at, 1, what)?;
                 d.charge(cost::object(n as u64), at)?;
                 let obj = d
                     .builder
-                    .ext_begin(code)
+                    .ext_begin(composite)
                     .map_err(|e| host_error(e, at, what))?;
                 d.record_early(slot, &obj);
                 let values = d.values(n)?;
                 d.builder
-                    .ext_finish(code, &obj, values)
+                    .ext_finish(composite, &obj, values)
                     .map_err(|e| host_error(e, at, what))?;
                 d.leave();
                 Ok(obj)
             }),
-            ExtLayout::BuildAfter(n) => self.nested(|d| {
+            ExtLayout::BuildAfter(composite) => self.nested(|d| {
+                let n = composite.composite().values();
                 d.enter(at)?;
                 d.check_count(n as u64, at, 1, what)?;
                 d.charge(cost::object(n as u64), at)?;
                 let values = d.values(n)?;
                 let obj = d
                     .builder
-                    .ext_build(code, values)
+                    .ext_build(composite, values)
                     .map_err(|e| host_error(e, at, what))?;
                 d.leave();
                 Ok(obj)

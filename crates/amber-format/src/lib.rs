@@ -33,7 +33,9 @@ pub use decode::{decode, decode_body, Builder, PairPlace};
 pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Sink, Writer};
 pub use envelope::{open, seal, OpenOptions, Opened, SealOptions, SigningKey};
 pub use error::{BuildError, DecodeError, ErrorKind};
-pub use ext::{ExtBlob, ExtCode, ExtError, ExtLayout};
+pub use ext::{
+    BuildAfterCode, CompositeCode, CreateFirstCode, ExtBlob, ExtCode, ExtError, ExtLayout,
+};
 pub use limits::{AllocBudget, Limits};
 pub use object::{ObjectKind, ShapeDef};
 pub use tag::Tag;

@@ -8,7 +8,7 @@ use crate::encode::{ImmutableStart, RefTracker, Writer};
 use crate::envelope::Opened;
 use crate::error::{BuildError, DecodeError};
 use crate::ext::composite::{self, Int, Part};
-use crate::ext::{ExtBlob, ExtCode, ExtLayout};
+use crate::ext::{BuildAfterCode, CompositeCode, CreateFirstCode, ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
 use crate::object::ShapeDef;
 use crate::tag;
@@ -443,7 +443,7 @@ impl GraphBuilder {
     }
 
     /// The rules of spec 5.16.4 for the values of a composite.
-    fn check_composite(&self, code: ExtCode, values: &[NodeId]) -> Result<(), BuildError> {
+    fn check_composite(&self, code: CompositeCode, values: &[NodeId]) -> Result<(), BuildError> {
         let parts: Vec<Part<'_>> = values.iter().map(|&v| self.part(v)).collect();
         composite::check(code, &parts)?;
         Ok(())
@@ -542,24 +542,28 @@ impl Builder for GraphBuilder {
         // as they came is what the value vectors' encoding check needs.
         self.add(Node::Ext(blob.code(), raw.to_vec()))
     }
-    fn ext_begin(&mut self, code: ExtCode) -> Result<NodeId, BuildError> {
-        self.add(Node::ExtValues(code, Vec::new()))
+    fn ext_begin(&mut self, code: CreateFirstCode) -> Result<NodeId, BuildError> {
+        self.add(Node::ExtValues(code.code(), Vec::new()))
     }
     fn ext_finish(
         &mut self,
-        code: ExtCode,
+        code: CreateFirstCode,
         obj: &NodeId,
         values: Vec<NodeId>,
     ) -> Result<(), BuildError> {
-        self.check_composite(code, &values)?;
+        self.check_composite(code.composite(), &values)?;
         for v in values {
             self.push_child(*obj, v);
         }
         Ok(())
     }
-    fn ext_build(&mut self, code: ExtCode, values: Vec<NodeId>) -> Result<NodeId, BuildError> {
-        self.check_composite(code, &values)?;
-        self.add(Node::ExtValues(code, values))
+    fn ext_build(
+        &mut self,
+        code: BuildAfterCode,
+        values: Vec<NodeId>,
+    ) -> Result<NodeId, BuildError> {
+        self.check_composite(code.composite(), &values)?;
+        self.add(Node::ExtValues(code.code(), values))
     }
     fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError> {
         debug_assert_eq!(index, self.shapes.len());
@@ -720,10 +724,7 @@ impl GraphEncoder<'_, '_> {
             }
             Node::Ext(code, blob) => self.writer.ext_blob(*code, blob),
             Node::ExtValues(code, values) => {
-                let expected = match code.layout() {
-                    ExtLayout::CreateFirst(n) | ExtLayout::BuildAfter(n) => n,
-                    ExtLayout::Blob => 0,
-                };
+                let expected = code.layout().values();
                 if values.len() != expected {
                     return Err(Pass::Failed(format!(
                         "{} needs {expected} values, not {}",

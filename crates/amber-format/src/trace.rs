@@ -9,7 +9,7 @@
 use crate::decode::{decode_body, Builder, PairPlace};
 use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError};
-use crate::ext::{ExtBlob, ExtCode};
+use crate::ext::{BuildAfterCode, CreateFirstCode, ExtBlob, ExtCode};
 use crate::limits::Limits;
 use crate::model::{GraphBuilder, NodeId};
 use crate::object::ShapeDef;
@@ -392,18 +392,22 @@ impl<B: Builder> Builder for Tracer<B> {
     fn ext_blob(&mut self, blob: ExtBlob<'_>, raw: &[u8]) -> Result<B::Obj, BuildError> {
         self.inner.ext_blob(blob, raw)
     }
-    fn ext_begin(&mut self, code: ExtCode) -> Result<B::Obj, BuildError> {
+    fn ext_begin(&mut self, code: CreateFirstCode) -> Result<B::Obj, BuildError> {
         self.inner.ext_begin(code)
     }
     fn ext_finish(
         &mut self,
-        code: ExtCode,
+        code: CreateFirstCode,
         obj: &B::Obj,
         values: Vec<B::Obj>,
     ) -> Result<(), BuildError> {
         self.inner.ext_finish(code, obj, values)
     }
-    fn ext_build(&mut self, code: ExtCode, values: Vec<B::Obj>) -> Result<B::Obj, BuildError> {
+    fn ext_build(
+        &mut self,
+        code: BuildAfterCode,
+        values: Vec<B::Obj>,
+    ) -> Result<B::Obj, BuildError> {
         self.inner.ext_build(code, values)
     }
     fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError> {

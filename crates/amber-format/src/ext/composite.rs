@@ -4,7 +4,7 @@
 //! [`check`] applies the rules, so that every builder refuses the same payloads with the same
 //! words.
 
-use super::{CompositeCode, ExtCode, ExtError, ExtLayout};
+use super::{CompositeCode, ExtCode, ExtError};
 
 /// Longest FRACTION operand, in bits (spec 8.5): reducing a fraction costs a gcd whose time
 /// grows with the square of the operand size.
@@ -204,15 +204,10 @@ fn dict_items(code: ExtCode, items: Part<'_>) -> Result<(), ExtError> {
 /// Checks the values of a composite `code` (spec 5.16.4), in order, once they are complete.
 /// The checks come in the order the values do, except that a container's items are checked
 /// before the value that configures it (a deque's `maxlen`, a defaultdict's factory).
-pub fn check(code: ExtCode, values: &[Part<'_>]) -> Result<Checked, ExtError> {
+pub fn check(composite: CompositeCode, values: &[Part<'_>]) -> Result<Checked, ExtError> {
+    let code = composite.code();
     let what = code.spec_name();
-    let Some(composite) = code.composite() else {
-        return Err(invalid(format!("{what} is not a composite code")));
-    };
-    let count = match composite.layout() {
-        ExtLayout::CreateFirst(n) | ExtLayout::BuildAfter(n) => n,
-        ExtLayout::Blob => 0,
-    };
+    let count = composite.values();
     if values.len() != count {
         return Err(invalid(format!("{what} got {} values", values.len())));
     }
@@ -276,7 +271,7 @@ pub fn check(code: ExtCode, values: &[Part<'_>]) -> Result<Checked, ExtError> {
 mod tests {
     use super::*;
 
-    fn message(code: ExtCode, values: &[Part<'_>]) -> String {
+    fn message(code: CompositeCode, values: &[Part<'_>]) -> String {
         check(code, values)
             .expect_err("invalid")
             .message()
@@ -323,7 +318,7 @@ mod tests {
     fn valid_values_pass() {
         let int = |v| Part::Int(Int::Small(v));
         assert_eq!(
-            check(ExtCode::Fraction, &[int(-7), int(2)]),
+            check(CompositeCode::Fraction, &[int(-7), int(2)]),
             Ok(Checked::Fits)
         );
         let limit = Part::Int(Int::Big {
@@ -331,34 +326,37 @@ mod tests {
             bits: FRACTION_MAX_BITS,
         });
         assert_eq!(
-            check(ExtCode::Fraction, &[limit, int(3)]),
+            check(CompositeCode::Fraction, &[limit, int(3)]),
             Ok(Checked::Fits)
         );
         assert_eq!(
-            check(ExtCode::Deque, &[Part::None, Part::List]),
+            check(CompositeCode::Deque, &[Part::None, Part::List]),
             Ok(Checked::Fits)
         );
         assert_eq!(
-            check(ExtCode::Deque, &[int(0), Part::List]),
+            check(CompositeCode::Deque, &[int(0), Part::List]),
             Ok(Checked::Fits)
         );
-        assert_eq!(check(ExtCode::Counter, &[Part::Dict]), Ok(Checked::Fits));
         assert_eq!(
-            check(ExtCode::OrderedDict, &[Part::Dict]),
+            check(CompositeCode::Counter, &[Part::Dict]),
+            Ok(Checked::Fits)
+        );
+        assert_eq!(
+            check(CompositeCode::OrderedDict, &[Part::Dict]),
             Ok(Checked::Fits)
         );
         for factory in Factory::ALL {
             assert_eq!(Factory::from_name(factory.name()), Some(factory));
             assert_eq!(
                 check(
-                    ExtCode::DefaultDict,
+                    CompositeCode::DefaultDict,
                     &[Part::Str(factory.name()), Part::Dict]
                 ),
                 Ok(Checked::Factory(Some(factory)))
             );
         }
         assert_eq!(
-            check(ExtCode::DefaultDict, &[Part::None, Part::Dict]),
+            check(CompositeCode::DefaultDict, &[Part::None, Part::Dict]),
             Ok(Checked::Factory(None))
         );
         let big = Part::Int(Int::Big {
@@ -366,11 +364,14 @@ mod tests {
             bits: 100,
         });
         assert_eq!(
-            check(ExtCode::Range, &[int(1), big, int(-1)]),
+            check(CompositeCode::Range, &[int(1), big, int(-1)]),
             Ok(Checked::Fits)
         );
         assert_eq!(
-            check(ExtCode::Slice, &[Part::Other, Part::Str("x"), Part::None]),
+            check(
+                CompositeCode::Slice,
+                &[Part::Other, Part::Str("x"), Part::None]
+            ),
             Ok(Checked::Fits)
         );
     }
@@ -382,91 +383,90 @@ mod tests {
             negative: false,
             bits: FRACTION_MAX_BITS + 1,
         });
-        let cases: &[(ExtCode, &[Part<'_>], &str)] = &[
+        let cases: &[(CompositeCode, &[Part<'_>], &str)] = &[
             (
-                ExtCode::Fraction,
+                CompositeCode::Fraction,
                 &[int(1), int(0)],
                 "FRACTION denominator is not positive",
             ),
             (
-                ExtCode::Fraction,
+                CompositeCode::Fraction,
                 &[int(1), int(-3)],
                 "FRACTION denominator is not positive",
             ),
             (
-                ExtCode::Fraction,
+                CompositeCode::Fraction,
                 &[Part::Other, int(3)],
                 "FRACTION numerator is not an int",
             ),
             (
-                ExtCode::Fraction,
+                CompositeCode::Fraction,
                 &[huge, int(3)],
                 "FRACTION numerator has more than 65536 bits: it exceeds the 65536-bit limit",
             ),
             (
-                ExtCode::Fraction,
+                CompositeCode::Fraction,
                 &[int(1), huge],
                 "FRACTION denominator has more than 65536 bits: it exceeds the 65536-bit limit",
             ),
-            (ExtCode::Fraction, &[int(1)], "FRACTION got 1 values"),
+            (CompositeCode::Fraction, &[int(1)], "FRACTION got 1 values"),
             (
-                ExtCode::Deque,
+                CompositeCode::Deque,
                 &[int(-1), Part::List],
                 "DEQUE maxlen is not None or an int in 0..2^63",
             ),
             (
-                ExtCode::Deque,
+                CompositeCode::Deque,
                 &[Part::Str("3"), Part::List],
                 "DEQUE maxlen is not None or an int in 0..2^63",
             ),
             (
-                ExtCode::Deque,
+                CompositeCode::Deque,
                 &[Part::None, Part::Dict],
                 "DEQUE items are not a list",
             ),
             (
-                ExtCode::OrderedDict,
+                CompositeCode::OrderedDict,
                 &[Part::List],
                 "ORDERED_DICT items are not a dict",
             ),
             (
-                ExtCode::Counter,
+                CompositeCode::Counter,
                 &[Part::List],
                 "COUNTER items are not a dict",
             ),
             (
-                ExtCode::DefaultDict,
+                CompositeCode::DefaultDict,
                 &[Part::Str("eval"), Part::Dict],
                 "DEFAULTDICT factory \"eval\" is not None or one of list, dict, set, int, \
                  float, str, bytes, tuple, frozenset, bool, complex, bytearray",
             ),
             (
-                ExtCode::DefaultDict,
+                CompositeCode::DefaultDict,
                 &[int(5), Part::Dict],
                 "DEFAULTDICT factory a non-str value is not None or one of list, dict, set, \
                  int, float, str, bytes, tuple, frozenset, bool, complex, bytearray",
             ),
             (
-                ExtCode::DefaultDict,
+                CompositeCode::DefaultDict,
                 &[Part::Str("list"), Part::List],
                 "DEFAULTDICT items are not a dict",
             ),
             (
-                ExtCode::Range,
+                CompositeCode::Range,
                 &[int(0), int(10), int(0)],
                 "RANGE step is zero",
             ),
             (
-                ExtCode::Range,
+                CompositeCode::Range,
                 &[Part::Str("a"), int(10), int(1)],
                 "RANGE start is not an int",
             ),
             (
-                ExtCode::Range,
+                CompositeCode::Range,
                 &[int(0), Part::Other, int(1)],
                 "RANGE stop is not an int",
             ),
-            (ExtCode::Date, &[], "DATE is not a composite code"),
         ];
         for (code, values, want) in cases {
             assert_eq!(message(*code, values), *want, "{values:?}");

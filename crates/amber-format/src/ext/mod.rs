@@ -45,10 +45,78 @@ pub enum ExtLayout {
     /// A varint length, then that many bytes laid out as the code's [`ExtBlob`] says: an
     /// atom with no children.
     Blob,
-    /// The object exists (and may be referred to) before its `n` values are decoded.
-    CreateFirst(usize),
-    /// The object is built from its `n` values once they are complete.
-    BuildAfter(usize),
+    /// The object exists (and may be referred to) before its values are decoded.
+    CreateFirst(CreateFirstCode),
+    /// The object is built from its values once they are complete.
+    BuildAfter(BuildAfterCode),
+}
+
+impl ExtLayout {
+    /// How many values follow the code (none for a blob, whose bytes follow).
+    pub const fn values(self) -> usize {
+        match self {
+            ExtLayout::Blob => 0,
+            ExtLayout::CreateFirst(code) => code.composite().values(),
+            ExtLayout::BuildAfter(code) => code.composite().values(),
+        }
+    }
+}
+
+/// The create-first codes (spec 5.16.1), which a builder makes empty before their values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CreateFirstCode {
+    /// DEQUE: maxlen, items.
+    Deque,
+    /// ORDERED_DICT: a dict of the items.
+    OrderedDict,
+    /// COUNTER: a dict of the counts.
+    Counter,
+    /// DEFAULTDICT: the factory, a dict of the items.
+    DefaultDict,
+}
+
+impl CreateFirstCode {
+    /// The composite code, for its value rules.
+    pub const fn composite(self) -> CompositeCode {
+        match self {
+            CreateFirstCode::Deque => CompositeCode::Deque,
+            CreateFirstCode::OrderedDict => CompositeCode::OrderedDict,
+            CreateFirstCode::Counter => CompositeCode::Counter,
+            CreateFirstCode::DefaultDict => CompositeCode::DefaultDict,
+        }
+    }
+
+    /// The EXT code.
+    pub const fn code(self) -> ExtCode {
+        self.composite().code()
+    }
+}
+
+/// The build-after codes (spec 5.16.1), which a builder makes from their complete values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BuildAfterCode {
+    /// FRACTION: numerator, denominator.
+    Fraction,
+    /// RANGE: start, stop, step.
+    Range,
+    /// SLICE: start, stop, step.
+    Slice,
+}
+
+impl BuildAfterCode {
+    /// The composite code, for its value rules.
+    pub const fn composite(self) -> CompositeCode {
+        match self {
+            BuildAfterCode::Fraction => CompositeCode::Fraction,
+            BuildAfterCode::Range => CompositeCode::Range,
+            BuildAfterCode::Slice => CompositeCode::Slice,
+        }
+    }
+
+    /// The EXT code.
+    pub const fn code(self) -> ExtCode {
+        self.composite().code()
+    }
 }
 
 /// An EXT code.
@@ -243,13 +311,25 @@ impl CompositeCode {
         }
     }
 
-    /// How many values follow, and whether the object is created before them.
+    /// Whether the object is created before its values or built from them.
     pub const fn layout(self) -> ExtLayout {
         match self {
-            CompositeCode::Fraction => ExtLayout::BuildAfter(2),
-            CompositeCode::Deque | CompositeCode::DefaultDict => ExtLayout::CreateFirst(2),
-            CompositeCode::OrderedDict | CompositeCode::Counter => ExtLayout::CreateFirst(1),
-            CompositeCode::Range | CompositeCode::Slice => ExtLayout::BuildAfter(3),
+            CompositeCode::Fraction => ExtLayout::BuildAfter(BuildAfterCode::Fraction),
+            CompositeCode::Range => ExtLayout::BuildAfter(BuildAfterCode::Range),
+            CompositeCode::Slice => ExtLayout::BuildAfter(BuildAfterCode::Slice),
+            CompositeCode::Deque => ExtLayout::CreateFirst(CreateFirstCode::Deque),
+            CompositeCode::OrderedDict => ExtLayout::CreateFirst(CreateFirstCode::OrderedDict),
+            CompositeCode::Counter => ExtLayout::CreateFirst(CreateFirstCode::Counter),
+            CompositeCode::DefaultDict => ExtLayout::CreateFirst(CreateFirstCode::DefaultDict),
+        }
+    }
+
+    /// How many values follow the code.
+    pub const fn values(self) -> usize {
+        match self {
+            CompositeCode::OrderedDict | CompositeCode::Counter => 1,
+            CompositeCode::Fraction | CompositeCode::Deque | CompositeCode::DefaultDict => 2,
+            CompositeCode::Range | CompositeCode::Slice => 3,
         }
     }
 }

@@ -1,6 +1,8 @@
 //! list, tuple, dict, set, frozenset, and the Builder trait wiring.
 
-use amber_format::{BuildError, Builder, ExtBlob, ExtCode, PairPlace, ShapeDef};
+use amber_format::{
+    BuildAfterCode, BuildError, Builder, CreateFirstCode, ExtBlob, PairPlace, ShapeDef,
+};
 use pyo3_ffi as ffi;
 
 use super::{dict_template, key_cache, PyBuilder};
@@ -217,18 +219,18 @@ impl Builder for PyBuilder<'_, '_> {
     fn ext_blob(&mut self, blob: ExtBlob<'_>, _raw: &[u8]) -> Result<PyObj, BuildError> {
         self.known_blob(blob)
     }
-    fn ext_begin(&mut self, code: ExtCode) -> Result<PyObj, BuildError> {
+    fn ext_begin(&mut self, code: CreateFirstCode) -> Result<PyObj, BuildError> {
         self.known_begin(code)
     }
     fn ext_finish(
         &mut self,
-        code: ExtCode,
+        code: CreateFirstCode,
         obj: &PyObj,
         values: Vec<PyObj>,
     ) -> Result<(), BuildError> {
         self.known_finish(code, obj, values)
     }
-    fn ext_build(&mut self, code: ExtCode, values: Vec<PyObj>) -> Result<PyObj, BuildError> {
+    fn ext_build(&mut self, code: BuildAfterCode, values: Vec<PyObj>) -> Result<PyObj, BuildError> {
         self.known_build(code, values)
     }
     fn define_shape(&mut self, index: usize, shape: ShapeDef) -> Result<(), BuildError> {

@@ -13,7 +13,9 @@ use amber_format::ext::{
     Array, ArrayTypecode, Date, DateTime, Decimal, DecimalValue, ExtBlob, IpAddr, Path, SafeUuid,
     Time, Tz, Uuid,
 };
-use amber_format::{BuildError, ErrorKind, ExtCode};
+use amber_format::{
+    BuildAfterCode, BuildError, CompositeCode, CreateFirstCode, ErrorKind, ExtCode,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_ffi as ffi;
@@ -561,30 +563,32 @@ impl PyBuilder<'_, '_> {
         self.call(class, &[text.as_ptr()], what)
     }
 
-    pub(super) fn known_begin(&mut self, code: ExtCode) -> Result<PyObj, BuildError> {
+    pub(super) fn known_begin(&mut self, code: CreateFirstCode) -> Result<PyObj, BuildError> {
         let class = match code {
-            ExtCode::Deque => self.lib(&DEQUE, c"collections", c"deque")?,
-            ExtCode::OrderedDict => self.lib(&ORDERED_DICT, c"collections", c"OrderedDict")?,
-            ExtCode::Counter => self.lib(&COUNTER, c"collections", c"Counter")?,
-            ExtCode::DefaultDict => self.lib(&DEFAULTDICT, c"collections", c"defaultdict")?,
-            _ => {
-                return Err(invalid(format!(
-                    "{} is not a create-first code",
-                    code.spec_name()
-                )))
+            CreateFirstCode::Deque => self.lib(&DEQUE, c"collections", c"deque")?,
+            CreateFirstCode::OrderedDict => {
+                self.lib(&ORDERED_DICT, c"collections", c"OrderedDict")?
+            }
+            CreateFirstCode::Counter => self.lib(&COUNTER, c"collections", c"Counter")?,
+            CreateFirstCode::DefaultDict => {
+                self.lib(&DEFAULTDICT, c"collections", c"defaultdict")?
             }
         };
-        self.call(class, &[], code.spec_name())
+        self.call(class, &[], code.code().spec_name())
     }
 
     /// The values of a composite as the format's rules see them (spec 5.16.4), checked
     /// there; the builder learns a DEFAULTDICT's factory from the check.
-    fn check_composite(&mut self, code: ExtCode, values: &[PyObj]) -> Result<Checked, BuildError> {
+    fn check_composite(
+        &mut self,
+        code: CompositeCode,
+        values: &[PyObj],
+    ) -> Result<Checked, BuildError> {
         let mut parts = [Part::Other; 3];
         let Some(slots) = parts.get_mut(..values.len()) else {
             return Err(invalid(format!(
                 "{} got {} values",
-                code.spec_name(),
+                code.code().spec_name(),
                 values.len()
             )));
         };
@@ -660,14 +664,18 @@ impl PyBuilder<'_, '_> {
 
     pub(super) fn known_finish(
         &mut self,
-        code: ExtCode,
+        code: CreateFirstCode,
         obj: &PyObj,
         values: Vec<PyObj>,
     ) -> Result<(), BuildError> {
-        let what = code.spec_name();
-        let checked = self.check_composite(code, &values)?;
-        match (code, values.as_slice(), checked) {
-            (ExtCode::Deque, [maxlen, items], _) => {
+        let what = code.code().spec_name();
+        // The check holds the values to their number, so each pattern below matches.
+        let checked = self.check_composite(code.composite(), &values)?;
+        match code {
+            CreateFirstCode::Deque => {
+                let [maxlen, items] = values.as_slice() else {
+                    return Err(wrong_count(what, values.len()));
+                };
                 // deque.__init__(iterable, maxlen) sets maxlen and fills the deque that may
                 // already be referred to (keeping the last maxlen items, as extend does).
                 self.call_method(
@@ -678,14 +686,25 @@ impl PyBuilder<'_, '_> {
                 )?;
                 Ok(())
             }
-            (ExtCode::OrderedDict, [items], _) => {
+            CreateFirstCode::OrderedDict => {
+                let [items] = values.as_slice() else {
+                    return Err(wrong_count(what, values.len()));
+                };
                 // OrderedDict.update keeps its own order bookkeeping (a dict-level merge
                 // would bypass it).
                 self.call_method(obj.as_ptr(), c"update", &[items.as_ptr()], what)?;
                 Ok(())
             }
-            (ExtCode::Counter, [items], _) => self.merge(obj, items, what),
-            (ExtCode::DefaultDict, [_, items], Checked::Factory(factory)) => {
+            CreateFirstCode::Counter => {
+                let [items] = values.as_slice() else {
+                    return Err(wrong_count(what, values.len()));
+                };
+                self.merge(obj, items, what)
+            }
+            CreateFirstCode::DefaultDict => {
+                let ([_, items], Checked::Factory(factory)) = (values.as_slice(), checked) else {
+                    return Err(wrong_count(what, values.len()));
+                };
                 let factory = factory_type(factory);
                 // SAFETY: obj is a defaultdict; the attribute takes its own reference.
                 if unsafe {
@@ -696,7 +715,6 @@ impl PyBuilder<'_, '_> {
                 }
                 self.merge(obj, items, what)
             }
-            _ => Err(invalid(format!("{what} is not a create-first code"))),
         }
     }
 
@@ -711,28 +729,44 @@ impl PyBuilder<'_, '_> {
 
     pub(super) fn known_build(
         &mut self,
-        code: ExtCode,
+        code: BuildAfterCode,
         values: Vec<PyObj>,
     ) -> Result<PyObj, BuildError> {
-        let what = code.spec_name();
-        self.check_composite(code, &values)?;
-        match (code, values.as_slice()) {
-            (ExtCode::Fraction, [n, d]) => {
+        let what = code.code().spec_name();
+        // The check holds the values to their number, so each pattern below matches.
+        self.check_composite(code.composite(), &values)?;
+        match code {
+            BuildAfterCode::Fraction => {
+                let [n, d] = values.as_slice() else {
+                    return Err(wrong_count(what, values.len()));
+                };
                 let fraction = self.lib(&FRACTION, c"fractions", c"Fraction")?;
                 self.call(fraction, &[n.as_ptr(), d.as_ptr()], what)
             }
-            (ExtCode::Range, [start, stop, step]) => {
+            BuildAfterCode::Range => {
+                let [start, stop, step] = values.as_slice() else {
+                    return Err(wrong_count(what, values.len()));
+                };
                 let range = (&raw mut ffi::PyRange_Type).cast::<ffi::PyObject>();
                 self.call(range, &[start.as_ptr(), stop.as_ptr(), step.as_ptr()], what)
             }
-            (ExtCode::Slice, [start, stop, step]) => {
+            BuildAfterCode::Slice => {
+                let [start, stop, step] = values.as_slice() else {
+                    return Err(wrong_count(what, values.len()));
+                };
                 // SAFETY: PySlice_New takes its own references to three live objects.
                 let ptr = unsafe { ffi::PySlice_New(start.as_ptr(), stop.as_ptr(), step.as_ptr()) };
                 self.made(ptr, what)
             }
-            _ => Err(invalid(format!("{what} is not a build-after code"))),
         }
     }
+}
+
+/// A composite given another number of values than its code has (which `composite::check`
+/// refuses first).
+#[cold]
+fn wrong_count(what: &str, count: usize) -> BuildError {
+    invalid(format!("{what} got {count} values"))
 }
 
 /// The builtin type a DEFAULTDICT factory names (borrowed), or None.
