@@ -153,15 +153,15 @@ fuzz: build
 $(CARGO_FUZZ):
 	cargo install --quiet --locked --root .tools cargo-fuzz
 
-# Both targets share FUZZ_SECONDS: half each.
-RUST_FUZZ_TARGETS := decode envelope
+# The targets share FUZZ_SECONDS equally.
+RUST_FUZZ_TARGETS := decode envelope stream
 
 fuzz-rust: $(CARGO_FUZZ) $(PY)
 	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO_FUZZ) build --sanitizer address
 	for target in $(RUST_FUZZ_TARGETS); do \
 		$(PY) fuzz/seed_corpus.py fuzz/corpus/$$target && \
 		(cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO_FUZZ) run --sanitizer address $$target \
-			corpus/$$target -- -max_total_time=$$(( $(FUZZ_SECONDS) / 2 )) -max_len=4096 \
+			corpus/$$target -- -max_total_time=$$(( $(FUZZ_SECONDS) / $(words $(RUST_FUZZ_TARGETS)) )) -max_len=4096 \
 			-print_final_stats=1) || exit 1; \
 	done
 

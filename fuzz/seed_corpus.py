@@ -1,4 +1,4 @@
-"""Write every test vector (values, errors, envelopes) as a seed file for the fuzzers."""
+"""Write every test vector (values, errors, envelopes, streams) as a seed file for the fuzzers."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ VECTORS = Path(__file__).resolve().parent.parent / "spec" / "vectors"
 
 def vector_payloads() -> list[bytes]:
     payloads = []
-    for name in ("values.json", "errors.json", "envelopes.json"):
+    for name in ("values.json", "errors.json", "envelopes.json", "streams.json"):
         document = json.loads((VECTORS / name).read_text())
         payloads += [bytes.fromhex("".join(v["hex"].split())) for v in document["vectors"]]
     return payloads
