@@ -149,9 +149,10 @@ impl Frame {
         self.offset + self.head as u64
     }
 
-    /// The stream offset just after it.
+    /// The stream offset just after it. (A declared length may reach past any real stream,
+    /// and past 2^64 - 1: that is where it stops.)
     pub fn end(&self) -> u64 {
-        self.payload_offset() + self.len
+        self.payload_offset().saturating_add(self.len)
     }
 
     /// The error for a stream that ends inside this frame's payload, of which `have` bytes

@@ -10,6 +10,7 @@ mod fastcall;
 mod helpers;
 mod object;
 mod pylong;
+mod stream;
 mod weak_class;
 
 use amber_format::limits::{DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH};
@@ -1005,6 +1006,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Encoder>()?;
     m.add_class::<Decoder>()?;
     m.add_class::<PySigningKey>()?;
+    stream::register(m)?;
     m.add("EncodeError", py.get_type::<EncodeError>())?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("DecodeLimitError", py.get_type::<DecodeLimitError>())?;
