@@ -182,6 +182,7 @@ bench: build-release
 	$(PY) bench/run.py --scale $(SCALE) --require amber --out bench/results
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
+	$(PY) bench/stream_throughput.py --out bench/results/stream_throughput.md
 	$(PY) bench/integrations.py --out bench/results
 	$(PY) bench/threads.py > bench/results/threads.md
 
