@@ -119,14 +119,18 @@ fn check_max_message(value: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
     Ok(value.extract::<u64>().unwrap_or(u64::MAX))
 }
 
-fn read_options(
+/// What both readers are made of: their arguments, checked.
+fn reading(
+    py: Python<'_>,
     require_end: bool,
     max_message: Option<&Bound<'_, PyAny>>,
-) -> PyResult<ReadOptions> {
-    Ok(ReadOptions {
+    loads_options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(ReadOptions, Loads)> {
+    let options = ReadOptions {
         require_end,
         max_message: check_max_message(max_message)?,
-    })
+    };
+    Ok((options, Loads::new(py, loads_options)?))
 }
 
 /// Whether decoding may leave `data`'s bytes to other threads (see `decode::decode_bytes`):
@@ -260,15 +264,7 @@ impl FrameWriter {
                         .call((), Some(options.bind(py)))?;
                     Ok::<_, PyErr>(made.cast_into::<crate::Encoder>()?.unbind())
                 })?;
-                let e = encoder.get();
-                crate::dumps_impl(
-                    py,
-                    obj,
-                    e.options,
-                    e.custom.as_ref(),
-                    e.buffer_callback.as_ref(),
-                    &e.seal,
-                )?
+                encoder.get().encode(py, obj)?
             }
         };
         let payload = payload.into_bound(py);
@@ -357,10 +353,11 @@ impl FrameReader {
         max_message: Option<&Bound<'_, PyAny>>,
         loads_options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        let (options, loads) = reading(py, require_end, max_message, loads_options)?;
         Ok(FrameReader {
-            unframer: Mutex::new(Unframer::new(read_options(require_end, max_message)?)),
+            unframer: Mutex::new(Unframer::new(options)),
             fast_until: AtomicU64::new(u64::MAX),
-            loads: Loads::new(py, loads_options)?,
+            loads,
         })
     }
 
@@ -519,11 +516,12 @@ impl FrameGatherer {
         max_message: Option<&Bound<'_, PyAny>>,
         loads_options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        let (options, loads) = reading(py, require_end, max_message, loads_options)?;
         Ok(FrameGatherer {
-            gatherer: Mutex::new(Gatherer::new(read_options(require_end, max_message)?)),
+            gatherer: Mutex::new(Gatherer::new(options)),
             index: AtomicU64::new(0),
             ended: AtomicBool::new(false),
-            loads: Loads::new(py, loads_options)?,
+            loads,
         })
     }
 
