@@ -155,7 +155,7 @@ $(CARGO_FUZZ):
 	cargo install --quiet --locked --root .tools cargo-fuzz
 
 # The targets share FUZZ_SECONDS equally.
-RUST_FUZZ_TARGETS := decode envelope ext
+RUST_FUZZ_TARGETS := decode envelope ext stream
 RUST_FUZZ_SECONDS = $$(( $(FUZZ_SECONDS) / $(words $(RUST_FUZZ_TARGETS)) ))
 
 fuzz-rust: $(CARGO_FUZZ) $(PY)
@@ -187,6 +187,7 @@ bench: build-release
 	$(PY) bench/run.py --scale $(SCALE) --require amber --out bench/results
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
+	$(PY) bench/stream_throughput.py --out bench/results/stream_throughput.md
 	$(PY) bench/integrations.py --out bench/results
 	$(PY) bench/threads.py > bench/results/threads.md
 

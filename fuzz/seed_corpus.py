@@ -1,8 +1,9 @@
 """Write the test vectors as seed files for the fuzzers.
 
 Every target but `ext` is seeded with the payloads of the vectors (values, errors,
-envelopes). The `ext` target takes one EXT code byte and a blob; it is seeded with the blobs
-of the value vectors' EXT values and with those found in the error vectors' payloads.
+envelopes, streams). The `ext` target takes one EXT code byte and a blob; it is seeded with
+the blobs of the value vectors' EXT values and with those found in the error vectors'
+payloads.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ EXT_TAGS = (0x76, 0xF6)
 
 def vector_payloads() -> list[bytes]:
     payloads = []
-    for name in ("values.json", "errors.json", "envelopes.json"):
+    for name in ("values.json", "errors.json", "envelopes.json", "streams.json"):
         document = json.loads((VECTORS / name).read_text())
         payloads += [bytes.fromhex("".join(v["hex"].split())) for v in document["vectors"]]
     return payloads

@@ -1,6 +1,6 @@
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Any, Final, Literal, TypedDict, final
+from typing import Any, Final, Literal, TypedDict, TypeVar, final
 
 from typing_extensions import Buffer, Self
 
@@ -12,6 +12,10 @@ __all__ = [
     "MAX_DEPTH_LIMIT",
     "MIN_KEY_LENGTH",
     "OOB_THRESHOLD",
+    "_DEFAULT_MAX_MESSAGE",
+    "_MORE",
+    "_STREAM_END",
+    "_STREAM_MAGIC",
     "ClassNotAllowedError",
     "DecodeError",
     "DecodeLimitError",
@@ -20,8 +24,13 @@ __all__ = [
     "Encoder",
     "SignatureError",
     "SigningKey",
+    "_FrameGatherer",
+    "_FrameReader",
+    "_FrameWriter",
     "_callbacks",
     "_dict_layout_known",
+    "_frame_payload",
+    "_stream_payloads",
     "_trace",
     "dumps",
     "envelope_info",
@@ -34,6 +43,11 @@ MAX_DEPTH_LIMIT: Final[int]
 DEFAULT_MAX_DEPTH: Final[int]
 OOB_THRESHOLD: Final[int]
 MIN_KEY_LENGTH: Final[int]
+_STREAM_MAGIC: Final[bytes]
+_STREAM_END: Final[bytes]
+_DEFAULT_MAX_MESSAGE: Final[int]
+# What _FrameReader.next_message returns when the next message needs Python.
+_MORE: Final[object]
 
 _Types = Iterable[type | tuple[str, type]] | Mapping[str, type] | None
 # (module, qualname, kind name, field names) of an OBJECT shape.
@@ -203,3 +217,43 @@ class Decoder:
     @property
     def clock(self) -> Callable[[], int] | None: ...
     def decode(self, data: Buffer, *, buffers: Iterable[Buffer] | None = None) -> Any: ...
+
+# The stream framing (spec section 11) for amber._stream.
+
+_Payload = TypeVar("_Payload", bound=Buffer)
+
+def _frame_payload(payload: _Payload) -> bytes | tuple[bytes, _Payload]: ...
+def _stream_payloads(data: Buffer) -> list[tuple[int, int]]: ...
+
+@final
+class _FrameWriter:
+    def __new__(cls, options: dict[str, Any]) -> Self: ...
+    def frame(self, obj: Any) -> bytes | tuple[bytes, bytes]: ...
+
+@final
+class _FrameReader:
+    def __new__(
+        cls, require_end: bool, max_message: int | None, loads_options: dict[str, Any]
+    ) -> Self: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def index(self) -> int: ...
+    def set_fast_until(self, offset: int) -> None: ...
+    def next_message(self, data: Buffer, base: int) -> Any: ...
+    def step(self, data: Buffer, base: int, ends: bool) -> int | None: ...
+    def decode_payload(self, data: Buffer, base: int) -> Any: ...
+    def payload_read(self) -> None: ...
+    def cut(self, have: int) -> DecodeError: ...
+
+@final
+class _FrameGatherer:
+    def __new__(
+        cls, require_end: bool, max_message: int | None, loads_options: dict[str, Any]
+    ) -> Self: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def ended(self) -> bool: ...
+    def feed(self, chunk: Buffer, out: list[Any]) -> None: ...
+    def close(self) -> None: ...

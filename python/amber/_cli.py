@@ -30,13 +30,14 @@ from ._amber import (
     DecodeError,
     EncodeError,
     SigningKey,
+    _stream_payloads,
     dumps,
     envelope_info,
     loads,
     verify,
 )
 from ._json import JsonMappingError, from_json, iter_json
-from ._stream import STREAM_MAGIC, StreamReader, _varint
+from ._stream import STREAM_MAGIC
 
 __all__ = ["main"]
 
@@ -188,18 +189,14 @@ def payloads(data: bytearray) -> list[Payload]:
     section 11). Every command reads its input through this one place."""
     if not data.startswith(STREAM_MAGIC):
         return [Payload(data)]
-    found: list[Payload] = []
-    reader = StreamReader(bytes(data))
-    offset = len(STREAM_MAGIC)
     try:
-        while (payload := reader.read_payload()) is not None:
-            length = len(payload)
-            offset += len(_varint(length))
-            found.append(Payload(bytes(payload), offset, f"message {len(found)} at {offset}"))
-            offset += length
+        frames = _stream_payloads(data)
     except DecodeError as error:
         raise CliError(f"invalid stream: {error}") from None
-    return found
+    return [
+        Payload(bytes(data[offset : offset + length]), offset, f"message {i} at {offset}")
+        for i, (offset, length) in enumerate(frames)
+    ]
 
 
 def _one_payload(data: bytearray) -> Payload:

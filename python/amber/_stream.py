@@ -10,6 +10,12 @@ The layout (spec/format.md, section 11):
 The framing never looks inside a payload, so payloads with any header flags pass through
 unchanged, and a reader can skip a message by its length without decoding it.
 
+The rules of the framing (the header, frame lengths, the end marker, the reader's limits and
+which error each fault is) are the Rust format crate's (``amber_format::stream``), reached
+through the extension: ``_FrameWriter`` encodes and frames a message, ``_FrameReader`` finds
+and decodes the messages in a reader's buffer, and ``_FrameGatherer`` those of a decoder's
+chunks. This module keeps what is Python's: files, paths, mappings, buffers and locks.
+
 Every error raised here for bad stream bytes is a :class:`amber.DecodeError` (or the same
 subclass ``loads`` raised) whose ``.offset`` is a byte offset in the stream, counted from the
 first magic byte, and whose ``.message_index`` attribute is the index of the message concerned
@@ -29,7 +35,17 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Final, TypeAlias
 
-from ._amber import DecodeError, DecodeLimitError, dumps, loads
+from ._amber import (
+    _DEFAULT_MAX_MESSAGE,
+    _MORE,
+    _STREAM_END,
+    _STREAM_MAGIC,
+    DecodeError,
+    _frame_payload,
+    _FrameGatherer,
+    _FrameReader,
+    _FrameWriter,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -48,15 +64,13 @@ __all__ = [
     "iter_load",
 ]
 
-STREAM_MAGIC: Final = b"\xab\x53\x01"
+STREAM_MAGIC: Final = _STREAM_MAGIC
 """The first three bytes of every stream: ``ab``, ASCII ``S``, stream version 1."""
 
-DEFAULT_MAX_MESSAGE: Final = 1 << 31
+DEFAULT_MAX_MESSAGE: Final = _DEFAULT_MAX_MESSAGE
 """The largest frame (payload length in bytes) a reader accepts unless told otherwise: 2 GiB."""
 
 _PAYLOAD_MAGIC: Final = b"\xab\x41"
-_END_MARKER: Final = b"\x00"
-_MAX_VARINT_BYTES: Final = 10
 # Reads ask for this much at least (read-ahead for small messages) and, for a large frame, at
 # most as much as has already arrived, so a lying frame length can make a reader allocate at
 # most about twice the bytes that really came, never the length it declares.
@@ -64,108 +78,11 @@ _READ_CHUNK: Final = 1 << 18
 # A mapped stream hands the pages it has read back to the kernel every this many bytes: mapped
 # file pages count in the process's resident memory until then, and would grow with the file.
 _MAPPED_RELEASE_STEP: Final = 1 << 20
-# A frame of a payload up to this size goes to the file in one write call (its length and a
-# copy of the payload); a larger payload is written as it is, after its length.
-_JOIN_FRAME_BELOW: Final = 4096
-_ONE_BYTE_LENGTHS: Final = [bytes((n,)) for n in range(0x80)]
 _TEMP_PREFIX: Final = ".amber-"
 _TEMP_SUFFIX: Final = ".tmp"
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def _varint(n: int) -> bytes:
-    """``n`` as the spec's minimal unsigned LEB128."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _stream_error(
-    kind: str, offset: int, index: int, detail: str, cls: type[DecodeError] = DecodeError
-) -> DecodeError:
-    err = cls(f"{detail} (message {index}, at stream byte {offset}, {kind})")
-    err.kind = kind
-    err.offset = offset
-    err.message_index = index  # type: ignore[attr-defined]
-    return err
-
-
-def _parse_varint(
-    data: bytearray | memoryview, pos: int, frame_offset: int, index: int
-) -> tuple[int, int] | None:
-    """The varint at ``data[pos:]`` as (value, position after it), or None if ``data`` ends
-    inside it. ``frame_offset`` is the stream offset of ``data[pos]``, for errors."""
-    value = 0
-    shift = 0
-    end = len(data)
-    i = pos
-    while i < end:
-        b = data[i]
-        if i - pos == _MAX_VARINT_BYTES - 1 and b > 1:
-            raise _stream_error(
-                "varint_overflow",
-                frame_offset,
-                index,
-                "frame length varint is longer than 10 bytes or above 2^64 - 1",
-            )
-        value |= (b & 0x7F) << shift
-        i += 1
-        if b < 0x80:
-            if b == 0 and i - pos > 1:
-                raise _stream_error(
-                    "overlong_varint",
-                    frame_offset,
-                    index,
-                    "frame length varint is not minimal (it ends with a 00 byte)",
-                )
-            return value, i
-        shift += 7
-    return None
-
-
-def _check_header(header: bytes | bytearray | memoryview, complete: bool) -> None:
-    """Raise for a stream header that is wrong so far; ``complete`` when no more bytes can come
-    (then a proper prefix of the magic is a truncated stream)."""
-    got = bytes(header[:3])
-    if got[:2] != STREAM_MAGIC[: len(got[:2])]:
-        if got[:2] == _PAYLOAD_MAGIC:
-            detail = (
-                "this is a single amber payload (magic ab 41), not a stream (magic ab 53); "
-                "read it with amber.load or amber.loads"
-            )
-        else:
-            detail = f"the input does not start with the stream magic ab 53 (got {got.hex(' ')})"
-        raise _stream_error("bad_magic", 0, 0, detail)
-    if len(got) == 3 and got[2] != STREAM_MAGIC[2]:
-        raise _stream_error(
-            "unsupported_version",
-            2,
-            0,
-            f"stream version {got[2]} is not supported (this reader reads version 1)",
-        )
-    if complete and len(got) < 3:
-        raise _stream_error(
-            "truncated", len(got), 0, f"the stream ends inside its 3-byte header ({len(got)} bytes)"
-        )
-
-
-def _payload_error(err: DecodeError, index: int, payload_offset: int) -> DecodeError:
-    """Point an error of ``loads`` at the stream: the message index, and ``.offset`` moved from
-    the payload to the stream. Class and other attributes stay as ``loads`` set them."""
-    inner = getattr(err, "offset", None)
-    original = err.args[0] if err.args else str(err)
-    where = f"in message {index}, whose payload starts at stream byte {payload_offset}"
-    if isinstance(inner, int):
-        err.offset = payload_offset + inner
-        where += f" (error at stream byte {payload_offset + inner})"
-    err.message_index = index  # type: ignore[attr-defined]
-    err.args = (f"{original}, {where}",)
-    return err
 
 
 def _failed_again(err: BaseException, owner: str) -> BaseException:
@@ -178,16 +95,6 @@ def _failed_again(err: BaseException, owner: str) -> BaseException:
         again = ValueError(f"{owner} failed earlier: {type(err).__name__}: {err}")
     again.__cause__ = err
     return again
-
-
-def _check_max_message(max_message: object) -> int:
-    if max_message is None:
-        return DEFAULT_MAX_MESSAGE
-    if isinstance(max_message, bool) or not isinstance(max_message, int):
-        raise TypeError(f"max_message must be an int or None, not {type(max_message).__name__}")
-    if max_message < 1:
-        raise ValueError(f"max_message must be at least 1, got {max_message}")
-    return max_message
 
 
 def _check_flag(name: str, value: object) -> bool:
@@ -208,10 +115,6 @@ def _byte_view(data: Buffer, what: str) -> memoryview:
             raise TypeError(f"{what} must be a C-contiguous buffer")
         view = view.cast("B")
     return view
-
-
-def _bind(function: Callable[..., Any], options: dict[str, Any]) -> Callable[..., Any]:
-    return functools.partial(function, **options) if options else function
 
 
 def _map_file(path: PathLike) -> tuple[_mmap.mmap | None, memoryview]:
@@ -282,7 +185,8 @@ class StreamWriter:
     def __init__(self, file: PathLike | IO[bytes], **dumps_options: Any) -> None:
         # Held while a frame is written; the methods called under it use _abort, not abort.
         self._lock = threading.Lock()
-        self._dumps = _bind(dumps, dumps_options)
+        # Encodes as dumps(obj, **dumps_options) and frames, in one call.
+        self._frame = _FrameWriter(dumps_options).frame
         self._count = 0
         self._closed = False
         self._temp: str | None = None
@@ -333,11 +237,11 @@ class StreamWriter:
         """
         if self._closed:
             raise ValueError("write to a closed StreamWriter")
-        payload = self._dumps(obj)  # outside the lock: threads encode at the same time
+        frame = self._frame(obj)  # outside the lock: threads encode at the same time
         with self._lock:
             if self._closed:
                 raise ValueError("write to a closed StreamWriter")
-            self._write_frame(payload)
+            self._write_frame(frame)
 
     def write_payload(self, payload: Buffer) -> None:
         """Append an already encoded payload (from :func:`amber.dumps`, or read from another
@@ -354,7 +258,7 @@ class StreamWriter:
                 raise ValueError(
                     f"write_payload needs an amber payload starting with ab 41, got {found}{hint}"
                 )
-            self._write_frame(view)
+            self._write_frame(_frame_payload(view))
 
     def close(self) -> None:
         """Write the end marker and flush; for a path, fsync and rename the temporary file over
@@ -365,7 +269,7 @@ class StreamWriter:
     def _close(self) -> None:
         if self._closed:
             return
-        self._write_frame_bytes(_END_MARKER)
+        self._write_frame_bytes(_STREAM_END)
         try:
             flush = getattr(self._file, "flush", None)
             if flush is not None:
@@ -432,16 +336,15 @@ class StreamWriter:
         if self._closed:
             raise ValueError("write to a closed StreamWriter")
 
-    def _write_frame(self, payload: bytes | memoryview) -> None:
-        # never empty: a payload has passed the magic check, or comes from dumps
-        length = len(payload)
+    def _write_frame(self, frame: bytes | tuple[bytes, bytes | memoryview]) -> None:
+        # A small frame comes whole, for one write call; a large one as its length and its
+        # payload, so that the payload is not copied.
         try:
-            if length < 0x80:
-                self._write(_ONE_BYTE_LENGTHS[length] + payload)
-            elif length < _JOIN_FRAME_BELOW:
-                self._write(_varint(length) + payload)
+            if isinstance(frame, bytes):
+                self._write(frame)
             else:
-                self._write(_varint(length))
+                head, payload = frame
+                self._write(head)
                 self._write(payload)
         except BaseException:
             self._abort()
@@ -466,8 +369,6 @@ class StreamWriter:
 
 
 # --------------------------------------------------------------------------- reader
-
-_HEADER, _FRAMES, _DONE = 0, 1, 2
 
 
 class StreamReader:
@@ -518,36 +419,34 @@ class StreamReader:
     ) -> None:
         # Reentrant, so that a class's own decode code may use the reader it is read from.
         self._lock = threading.RLock()
-        self._require_end = _check_flag("require_end", require_end)
-        self._max_message = _check_max_message(max_message)
+        # The framing and the decoding: its offset is the reader's position in the stream.
+        self._frames = _FrameReader(
+            _check_flag("require_end", require_end), max_message, loads_options
+        )
         use_mmap = _check_flag("mmap", mmap)
-        self._loads = _bind(loads, loads_options)
-        self._state = _HEADER
-        self._index = 0
         self._failure: BaseException | None = None
         self._closed = False
         self._mapping: _mmap.mmap | None = None
         self._owned: IO[bytes] | None = None
         self._file: IO[bytes] | None = None
         self._read: Callable[[int], bytes | None] | None = None
-        self._eof = False
+        # No more bytes come than are in self._data: the source has ended, or is a buffer.
+        self._eof = True
         self._seekable = False
-        # Unread input is self._data[self._pos:]; self._base is the stream offset of
-        # self._data[0]. A file is read into a bytearray that is compacted as it is consumed;
-        # a buffer source is one memoryview over the whole stream.
-        self._pos = 0
+        # The input at hand is self._data, whose first byte is at stream offset self._base; the
+        # reader's position in it is self._frames.offset - self._base. A file is read into a
+        # bytearray that is compacted as it is consumed; a buffer source is all of the stream.
         self._base = 0
-        self._data: bytearray | memoryview
+        self._data: bytes | bytearray | memoryview
         # A view of all of self._data, for slicing payloads out of it; while self._data is a
         # bytearray, it is dropped before the bytearray changes size.
         self._view: memoryview | None = None
-        self._frame_offset = 0  # stream offset of the frame being read
         self._released = 0  # with a mapping: the pages before this offset are handed back
-        self._varint_size = 0  # size of its length varint
         if isinstance(source, (str, os.PathLike)):
             if use_mmap:
                 self._mapping, self._data = _map_file(source)
                 self._view = self._data
+                self._frames.set_fast_until(_MAPPED_RELEASE_STEP)
             else:
                 self._owned = open(source, "rb", buffering=0)
                 self._attach_file(self._owned)
@@ -565,11 +464,17 @@ class StreamReader:
                     f"not {type(source).__name__}"
                 ) from None
             self._attach_file(source)  # type: ignore[arg-type]
+            return
+        if isinstance(source, bytes):
+            # Decoded from the bytes object itself, which lets a large compressed payload be
+            # opened without the GIL (its bytes cannot change meanwhile).
+            self._data = source
 
     def _attach_file(self, file: IO[bytes]) -> None:
         self._file = file
         self._read = getattr(file, "read1", None) or file.read
         self._data = bytearray()
+        self._eof = False
         try:
             self._seekable = bool(file.seekable())
         except (AttributeError, OSError, ValueError):
@@ -578,7 +483,7 @@ class StreamReader:
     @property
     def index(self) -> int:
         """The number of messages consumed so far: decoded, read or skipped."""
-        return self._index
+        return self._frames.index
 
     def __iter__(self) -> Iterator[Any]:
         return self
@@ -586,49 +491,29 @@ class StreamReader:
     def __next__(self) -> Any:
         """The next message, decoded."""
         with self._lock:
-            # Fast path: a frame with a one-byte length, wholly buffered, as most frames of a
-            # stream of small messages are. Anything else goes the general way.
-            data = self._data
-            pos = self._pos
-            if self._state == _FRAMES and self._failure is None and pos < len(data):
-                length = data[pos]
-                end = pos + 1 + length
-                if (
-                    0 < length < 0x80
-                    and end <= len(data)
-                    and length <= self._max_message
-                    and (self._mapping is None or pos - self._released < _MAPPED_RELEASE_STEP)
-                ):
-                    view = self._view
-                    if view is None:
-                        view = self._view = memoryview(data)
-                    self._pos = end
-                    self._index += 1
-                    with view[pos + 1 : end] as payload:
-                        try:
-                            return self._loads(payload)
-                        except Exception as err:
-                            self._payload_failed(err, self._index - 1, self._base + pos + 1)
-                            raise
+            # Fast path: a frame wholly buffered, as most frames of a stream of small messages
+            # are, read and decoded in one call. Anything else goes the general way.
+            if self._failure is None and not self._closed:
+                try:
+                    obj = self._frames.next_message(self._data, self._base)
+                except Exception as err:
+                    self._failure = err
+                    raise
+                if obj is not _MORE:
+                    return obj
             return self._next_general()
 
     def _next_general(self) -> Any:
         length = self._next_frame()
         if length is None:
             raise StopIteration
-        payload = self._take_payload(length)
+        if not self._guarded(self._fill, length):
+            raise self._fail_cut()
         try:
-            return self._loads(payload)
+            return self._frames.decode_payload(self._data, self._base)
         except Exception as err:
-            self._payload_failed(err, self._index - 1, self._frame_offset + self._varint_size)
+            self._failure = err
             raise
-        finally:
-            payload.release()
-
-    def _payload_failed(self, err: Exception, index: int, payload_offset: int) -> None:
-        if isinstance(err, DecodeError):
-            _payload_error(err, index, payload_offset)
-        self._failure = err
 
     def read_payload(self) -> bytes | memoryview | None:
         """The next message's payload, not decoded; None at the end of the stream.
@@ -672,7 +557,6 @@ class StreamReader:
         if self._closed:
             return
         self._closed = True
-        self._state = _DONE
         for view in (self._view, self._data):
             if isinstance(view, memoryview):
                 view.release()  # payload views handed out stay valid: they hold the buffer
@@ -719,143 +603,69 @@ class StreamReader:
         return self._guarded(self._read_frame_length)  # type: ignore[no-any-return]
 
     def _read_frame_length(self) -> int | None:
-        if self._state == _HEADER:
-            self._read_header()
-        if self._state == _DONE:
+        frames = self._frames
+        if self._mapping is not None and frames.offset - self._released >= _MAPPED_RELEASE_STEP:
+            self._release_pages(frames.offset)
+        while (length := frames.step(self._data, self._base, self._eof)) is None:
+            # One byte more at least; _fill reads ahead, and at the source's end sets _eof.
+            self._fill(len(self._data) - (frames.offset - self._base) + 1)
+        if length == 0:
             return None
-        data = self._data
-        pos = self._pos
-        self._frame_offset = self._base + pos
-        if self._mapping is not None and pos - self._released >= _MAPPED_RELEASE_STEP:
-            self._release_pages(pos)
-        if pos < len(data) and 0 < data[pos] < 0x80:
-            self._pos = pos + 1
-            self._varint_size = 1
-            length: int = data[pos]
-        else:
-            length = self._read_varint()
-            if length == 0:
-                self._end_of_stream()
-                return None
-        if length > self._max_message:
-            raise _stream_error(
-                "message_limit",
-                self._frame_offset,
-                self._index,
-                f"frame of {length} bytes is larger than max_message={self._max_message}",
-                DecodeLimitError,
-            )
-        if length > len(self._data) - self._pos:
+        if length > len(self._data) - (frames.offset - self._base):
             left = self._bytes_left()
             if left is not None and length > left:
-                raise self._cut(
-                    f"frame declares a payload of {length} bytes but only {left} bytes are left"
-                )
+                raise frames.cut(left)
         return length
-
-    def _read_varint(self) -> int:
-        """The varint at the position (the first byte may not be buffered yet)."""
-        while True:
-            parsed = _parse_varint(self._data, self._pos, self._frame_offset, self._index)
-            if parsed is not None:
-                value, after = parsed
-                self._varint_size = after - self._pos
-                self._pos = after
-                return value
-            have = len(self._data) - self._pos
-            if not self._fill(have + 1):
-                if have == 0:
-                    if self._require_end:
-                        raise _stream_error(
-                            "truncated",
-                            self._frame_offset,
-                            self._index,
-                            f"the stream ends after {self._index} messages without its end "
-                            "marker 00 (its writer did not close it); pass require_end=False "
-                            "to read a stream that is still being written",
-                        )
-                    self._state = _DONE
-                    return 0
-                raise self._cut("the stream ends inside a frame length")
-
-    def _end_of_stream(self) -> None:
-        """After the end marker: the source must end too."""
-        self._state = _DONE
-        if self._fill(1):
-            raise _stream_error(
-                "trailing_bytes",
-                self._base + self._pos,
-                self._index,
-                "bytes follow the stream's end marker",
-            )
-
-    def _read_header(self) -> None:
-        self._fill(3)
-        header = self._data[self._pos : self._pos + 3]
-        _check_header(header, complete=True)
-        self._pos += 3
-        self._state = _FRAMES
-
-    def _cut(self, detail: str) -> DecodeError:
-        return _stream_error("truncated", self._frame_offset, self._index, detail)
 
     def _take_payload(self, length: int) -> memoryview:
         """A view of the whole payload of ``length`` bytes at the position, which moves past it;
         the caller releases the view."""
         if not self._guarded(self._fill, length):
-            raise self._fail_cut(length)
-        start = self._pos
-        self._pos += length
-        self._index += 1
+            raise self._fail_cut()
+        start = self._frames.offset - self._base
+        self._frames.payload_read()
         if self._view is None:
             self._view = memoryview(self._data)
         return self._view[start : start + length]
 
-    def _fail_cut(self, length: int) -> DecodeError:
-        have = len(self._data) - self._pos
-        err = self._cut(f"the stream ends inside a frame: {have} of its {length} bytes are there")
+    def _fail_cut(self) -> DecodeError:
+        """The error for a source that ends inside the payload that is due; the reader fails."""
+        err = self._frames.cut(len(self._data) - (self._frames.offset - self._base))
         self._failure = err
         return err
 
     def _skip_payload(self, length: int) -> None:
-        have = len(self._data) - self._pos
-        if length <= have:
-            self._pos += length
-            self._index += 1
-            return
-        assert self._file is not None  # a buffer source has checked the length against its size
-        rest = length - have
-        self._release_view()
-        self._base += len(self._data)
-        self._data = bytearray()
-        self._pos = 0
-        if self._seekable:
-            # _read_frame_length has checked the length against the file's size
-            self._file.seek(rest, os.SEEK_CUR)
-        else:
-            while rest:
-                chunk = self._read_chunk(min(rest, _READ_CHUNK))
-                if not chunk:
-                    raise self._cut(
-                        f"the stream ends inside a frame: {length - rest} of its {length} "
-                        "bytes are there"
-                    )
-                rest -= len(chunk)
-        self._base += length - have
-        self._index += 1
+        have = len(self._data) - (self._frames.offset - self._base)
+        if length > have:
+            assert self._file is not None  # a buffer source has checked the length against its size
+            rest = length - have
+            self._release_view()
+            self._data = bytearray()
+            if self._seekable:
+                # _read_frame_length has checked the length against the file's size
+                self._file.seek(rest, os.SEEK_CUR)
+            else:
+                while rest:
+                    chunk = self._read_chunk(min(rest, _READ_CHUNK))
+                    if not chunk:
+                        raise self._frames.cut(length - rest)
+                    rest -= len(chunk)
+            self._base = self._frames.offset + length
+        self._frames.payload_read()
 
     # -- input
 
     def _bytes_left(self) -> int | None:
         """Bytes from the position to the end of the source, when its size is known."""
+        unread = len(self._data) - (self._frames.offset - self._base)
         if self._file is None:
-            return len(self._data) - self._pos
+            return unread
         if not self._seekable:
             return None
         here = self._file.tell()
         end = self._file.seek(0, os.SEEK_END)
         self._file.seek(here)
-        return end - here + len(self._data) - self._pos
+        return end - here + unread
 
     def _release_pages(self, end: int) -> None:
         """Drop the mapped pages before ``end`` from this process (not from the page cache):
@@ -866,6 +676,7 @@ class StreamReader:
         if advice is not None and end > self._released:
             self._mapping.madvise(advice, self._released, end - self._released)
         self._released = end
+        self._frames.set_fast_until(end + _MAPPED_RELEASE_STEP)
 
     def _release_view(self) -> None:
         if self._view is not None:
@@ -893,16 +704,16 @@ class StreamReader:
     def _fill(self, need: int) -> bool:
         """Have at least ``need`` unread bytes buffered; False if the source ends first."""
         data = self._data
-        have = len(data) - self._pos
+        pos = self._frames.offset - self._base
+        have = len(data) - pos
         if have >= need:
             return True
         if not isinstance(data, bytearray):
             return False
         self._release_view()
-        if self._pos:
-            del data[: self._pos]
-            self._base += self._pos
-            self._pos = 0
+        if pos:
+            del data[:pos]
+            self._base += pos
         while have < need:
             chunk = self._read_chunk(max(_READ_CHUNK, min(need - have, have)))
             if not chunk:
@@ -950,31 +761,23 @@ class StreamDecoder:
         **loads_options: Any,
     ) -> None:
         self._lock = threading.RLock()
-        self._require_end = _check_flag("require_end", require_end)
-        self._max_message = _check_max_message(max_message)
-        self._loads = _bind(loads, loads_options)
-        self._state = _HEADER
+        # The framing, the gathering of split frames and the decoding.
+        self._frames = _FrameGatherer(
+            _check_flag("require_end", require_end), max_message, loads_options
+        )
         self._closed = False
-        self._header = bytearray()
-        # The frame being gathered across chunks: its bytes so far (length varint included),
-        # and once the varint is complete, the varint's size and the payload length.
-        self._pending = bytearray()
-        self._pending_varint = 0
-        self._pending_length = 0
-        self._offset = 0  # stream offset of the first byte not yet part of a finished frame
-        self._index = 0
         self._failure: BaseException | None = None
         self._failure_raised = False
 
     @property
     def finished(self) -> bool:
         """True once the end marker has been fed."""
-        return self._state == _DONE
+        return self._frames.ended
 
     @property
     def index(self) -> int:
         """The number of messages taken from the stream so far."""
-        return self._index
+        return self._frames.index
 
     def feed(self, chunk: Buffer) -> list[Any]:
         """Take the next bytes of the stream; return the messages they complete, in order."""
@@ -986,7 +789,7 @@ class StreamDecoder:
         view = _byte_view(chunk, "chunk")
         out: list[Any] = []
         try:
-            self._consume(view, out)
+            self._frames.feed(view, out)
         except Exception as err:
             self._failure = err
             if out:
@@ -1009,26 +812,7 @@ class StreamDecoder:
         if self._closed:
             return
         try:
-            if self._state == _HEADER:
-                _check_header(self._header, complete=True)
-            elif self._state == _FRAMES:
-                if self._pending:
-                    raise _stream_error(
-                        "truncated",
-                        self._offset,
-                        self._index,
-                        f"the stream ends inside a frame ({len(self._pending)} bytes of it "
-                        "arrived)",
-                    )
-                if self._require_end:
-                    raise _stream_error(
-                        "truncated",
-                        self._offset,
-                        self._index,
-                        f"the stream ends after {self._index} messages without its end marker "
-                        "00 (its writer did not close it); pass require_end=False to accept a "
-                        "stream that is still being written",
-                    )
+            self._frames.close()
         except Exception as err:
             self._failure = err
             self._failure_raised = True
@@ -1044,120 +828,6 @@ class StreamDecoder:
             raise _failed_again(failure, "StreamDecoder")
         if self._closed and not closing:
             raise ValueError("feed() on a closed StreamDecoder")
-
-    def _consume(self, view: memoryview, out: list[Any]) -> None:
-        pos = 0
-        end = len(view)
-        if self._state == _HEADER:
-            pos = min(3 - len(self._header), end)
-            self._header += view[:pos]
-            _check_header(self._header, complete=False)
-            if len(self._header) < 3:
-                return
-            self._state = _FRAMES
-            self._offset = 3
-        if self._state == _DONE:
-            if pos < end:
-                raise self._trailing(self._offset, self._index)
-            return
-        if self._pending:
-            pos = self._continue_pending(view, pos, out)
-            if self._pending:
-                return
-        max_message = self._max_message
-        loads_ = self._loads
-        base = self._offset - pos  # the stream offset of view[0]
-        index = self._index
-        try:
-            while pos < end:
-                length = view[pos]
-                after = pos + 1
-                if length >= 0x80:
-                    parsed = _parse_varint(view, pos, base + pos, index)
-                    if parsed is None:
-                        self._pending = bytearray(view[pos:])
-                        return
-                    length, after = parsed
-                elif length == 0:
-                    self._state = _DONE
-                    pos = after
-                    if pos < end:
-                        raise self._trailing(base + pos, index)
-                    return
-                if length > max_message:
-                    raise self._too_large(length, base + pos, index)
-                stop = after + length
-                if stop > end:
-                    self._pending = bytearray(view[pos:])
-                    self._pending_varint = after - pos
-                    self._pending_length = length
-                    return
-                index += 1
-                with view[after:stop] as payload:
-                    try:
-                        out.append(loads_(payload))
-                    except DecodeError as err:
-                        _payload_error(err, index - 1, base + after)
-                        raise
-                pos = stop
-        finally:
-            self._offset = base + pos
-            self._index = index
-
-    def _continue_pending(self, view: memoryview, pos: int, out: list[Any]) -> int:
-        """Add bytes from ``view[pos:]`` to the frame being gathered; decode it when complete.
-        Returns the position after the bytes taken."""
-        pending = self._pending
-        end = len(view)
-        if not self._pending_length:
-            # Only the varint is incomplete. A varint that needs more than one byte declares at
-            # least 128 bytes, so taking up to 10 bytes never takes bytes of the next frame.
-            take = min(_MAX_VARINT_BYTES - len(pending), end - pos)
-            pending += view[pos : pos + take]
-            pos += take
-            parsed = _parse_varint(pending, 0, self._offset, self._index)
-            if parsed is None:
-                return pos
-            length, self._pending_varint = parsed
-            if length > self._max_message:
-                raise self._too_large(length, self._offset, self._index)
-            self._pending_length = length
-        total = self._pending_varint + self._pending_length
-        take = min(total - len(pending), end - pos)
-        pending += view[pos : pos + take]
-        pos += take
-        if len(pending) < total:
-            return pos
-        with memoryview(pending) as whole, whole[self._pending_varint :] as payload:
-            out.append(self._decode(payload, self._offset + self._pending_varint))
-        self._offset += total
-        self._pending = bytearray()
-        self._pending_varint = 0
-        self._pending_length = 0
-        return pos
-
-    def _decode(self, payload: memoryview, payload_offset: int) -> Any:
-        index = self._index
-        self._index += 1
-        try:
-            return self._loads(payload)
-        except DecodeError as err:
-            _payload_error(err, index, payload_offset)
-            raise
-
-    def _too_large(self, length: int, offset: int, index: int) -> DecodeError:
-        return _stream_error(
-            "message_limit",
-            offset,
-            index,
-            f"frame of {length} bytes is larger than max_message={self._max_message}",
-            DecodeLimitError,
-        )
-
-    def _trailing(self, offset: int, index: int) -> DecodeError:
-        return _stream_error(
-            "trailing_bytes", offset, index, "bytes follow the stream's end marker"
-        )
 
 
 def iter_load(source: StreamSource, **options: Any) -> Iterator[Any]:

@@ -72,7 +72,7 @@ pub enum ErrorKind {
     /// the payload declares, or not one contiguous block of bytes.
     BufferMismatch,
     /// A stream frame declares a payload longer than the reader's `max_message` (spec section
-    /// 11; the stream reader is in the Python package).
+    /// 11, [`crate::stream`]).
     MessageLimit,
     /// A decoder given keys met a payload that is not signed.
     SignatureRequired,

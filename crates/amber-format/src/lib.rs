@@ -1,6 +1,7 @@
 //! The amber wire format, without Python: tags, varints, header, limits, errors, a
 //! [`encode::Writer`] with an identity tracker, a [`decode::decode`] driver generic over
-//! a [`decode::Builder`], and the [`envelope`] that signs and compresses payloads.
+//! a [`decode::Builder`], the [`envelope`] that signs and compresses payloads, and the
+//! [`stream`] framing that puts many payloads in one byte sequence.
 //! `spec/format.md` is the normative description; this crate is the reference implementation
 //! the Python extension is built on.
 //!
@@ -24,6 +25,7 @@ pub mod limits;
 pub mod model;
 pub mod object;
 pub mod stack;
+pub mod stream;
 pub mod tag;
 pub mod trace;
 pub mod utf8;

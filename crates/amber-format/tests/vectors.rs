@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use amber_format::model::{Graph, Node, NodeId};
+use amber_format::stream::{self, FeedError, Gatherer, ReadOptions, StreamError};
 use amber_format::trace::{Event, Info};
 use amber_format::{ExtCode, Limits, ObjectKind, ShapeDef, Tag};
 use serde_json::{Map, Value};
@@ -560,6 +561,101 @@ fn spec_tag_table_matches_the_tag_enum() {
             );
         }
     }
+}
+
+/// What a stream reader reports for a vector of `streams.json`: the payloads it finds and the
+/// error it ends with, as (kind, offset, message index).
+type StreamOutcome = (Vec<Vec<u8>>, Option<(String, u64, u64)>);
+
+fn stream_outcome(err: Option<StreamError>) -> Option<(String, u64, u64)> {
+    err.map(|e| {
+        let kind = e.error.kind.name().to_owned();
+        (kind, e.error.offset as u64, e.message_index)
+    })
+}
+
+/// The whole stream at once, as a reader that knows where its input ends.
+fn stream_split(data: &[u8], options: ReadOptions) -> StreamOutcome {
+    let mut found = Vec::new();
+    for item in stream::payloads(data, options) {
+        match item {
+            Ok((_, payload)) => found.push(payload.to_vec()),
+            Err(err) => return (found, stream_outcome(Some(err))),
+        }
+    }
+    (found, None)
+}
+
+/// The stream in chunks of `step` bytes, as a reader that gets it piece by piece.
+fn stream_fed(data: &[u8], step: usize, options: ReadOptions) -> StreamOutcome {
+    let mut gatherer = Gatherer::new(options);
+    let mut found = Vec::new();
+    for chunk in data.chunks(step) {
+        let fed = gatherer.feed(chunk, |_, payload, _| {
+            found.push(payload.to_vec());
+            Ok::<(), ()>(())
+        });
+        if let Err(FeedError::Stream(err)) = fed {
+            return (found, stream_outcome(Some(err)));
+        }
+    }
+    let closed = gatherer.close().err();
+    (found, stream_outcome(closed))
+}
+
+#[test]
+fn stream_vectors_frame_and_fail_exactly() {
+    let mut failures = Vec::new();
+    for v in load("streams.json") {
+        let name = v["name"].as_str().expect("name");
+        let data = hex(&v);
+        let options = ReadOptions {
+            require_end: v["options"]["require_end"].as_bool().unwrap_or(true),
+            max_message: v["options"]["max_message"]
+                .as_u64()
+                .unwrap_or(stream::DEFAULT_MAX_MESSAGE),
+        };
+        let payloads: Vec<Vec<u8>> = v["payloads"]
+            .as_array()
+            .expect("payloads")
+            .iter()
+            .map(|p| unhex(p.as_str().expect("payload hex")))
+            .collect();
+        let payload_error = v["payload_error"].as_bool() == Some(true);
+        let error = v["error"].as_str().map(|kind| {
+            let number = |key: &str| v[key].as_u64().expect("offset and message_index");
+            (kind.to_owned(), number("offset"), number("message_index"))
+        });
+        // A reader that does not decode payloads finds them all, and no payload error.
+        let framing = (payloads.clone(), error.clone().filter(|_| !payload_error));
+        let whole = stream_split(&data, options);
+        if whole != framing {
+            failures.push(format!("{name}: whole, {whole:?}, expected {framing:?}"));
+        }
+        for step in [1, 2, data.len().max(1)] {
+            let fed = stream_fed(&data, step, options);
+            if fed != framing {
+                failures.push(format!("{name}: chunks of {step}, {fed:?}"));
+            }
+        }
+        if v["framing_only"].as_bool() == Some(true) {
+            continue;
+        }
+        // A decoding reader stops at the first payload that does not decode.
+        let decoded = stream::payloads(&data, options)
+            .filter_map(Result::ok)
+            .find_map(|(frame, payload)| {
+                Graph::decode(payload, &Limits::default())
+                    .err()
+                    .map(|e| frame.payload_error(e))
+            });
+        let got = stream_outcome(decoded);
+        let want = error.filter(|_| payload_error);
+        if got != want {
+            failures.push(format!("{name}: decoding, {got:?}, expected {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 fn to_hex(bytes: &[u8]) -> String {

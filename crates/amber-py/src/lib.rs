@@ -17,6 +17,7 @@ mod object;
 mod options;
 mod pylong;
 mod reusable;
+mod stream;
 mod trace;
 mod weak_class;
 
@@ -254,6 +255,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<reusable::Encoder>()?;
     m.add_class::<reusable::Decoder>()?;
     m.add_class::<PySigningKey>()?;
+    stream::register(m)?;
     m.add("EncodeError", py.get_type::<EncodeError>())?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("DecodeLimitError", py.get_type::<DecodeLimitError>())?;

@@ -11,6 +11,13 @@ pub(crate) struct Encoder {
     config: EncodeConfig,
 }
 
+impl Encoder {
+    /// The encoder's options.
+    pub(crate) fn config(&self) -> &EncodeConfig {
+        &self.config
+    }
+}
+
 #[pymethods]
 impl Encoder {
     #[new]
@@ -153,6 +160,13 @@ impl Encoder {
 #[pyclass(module = "amber", frozen)]
 pub(crate) struct Decoder {
     config: DecodeConfig,
+}
+
+impl Decoder {
+    /// The decoder's options.
+    pub(crate) fn config(&self) -> &DecodeConfig {
+        &self.config
+    }
 }
 
 #[pymethods]
