@@ -452,8 +452,9 @@ def ran_meanwhile(operation: Callable[[], object]) -> tuple[int, float]:
 @pytest.mark.parametrize("compress", ["zstd", "lz4", None])
 def test_large_envelopes_release_the_gil(compress: str | None) -> None:
     """Compressing, signing, verifying and decompressing a large payload (from bytes or a
-    memoryview of bytes) let other threads run; walking the objects (here one bytes object, a copy) is short beside it. (Without the
-    release, the count is 0: a call into the extension never gives up the GIL by itself.)
+    memoryview of bytes) let other threads run; walking the objects (here one bytes object, a
+    copy) is short beside it. (Without the release, the count is 0: a call into the extension
+    never gives up the GIL by itself.)
     The payload grows until each call takes long enough to tell, which depends on the build."""
     size = 16 << 20
     while True:
