@@ -203,19 +203,26 @@ def atom_key(x: Any) -> Any:
     return None
 
 
-def hash_key(x: Any) -> Any:
-    """A hashable key for a set element: exact, recursive through tuples and frozensets."""
+def hash_key(x: Any, _path: frozenset[int] = frozenset()) -> Any:
+    """A hashable key for a set element: exact, recursive through tuples, frozensets and the
+    state of instances, and through the lists, dicts and sets such a state may hold (a
+    hashable instance can hold them). A container met again on its own path is a cycle."""
     k = atom_key(x)
     if k is not None:
         return k
     t = type(x)
-    if isinstance(x, tuple):
-        return (t, tuple(hash_key(i) for i in x))
-    if isinstance(x, frozenset):
-        return (t, frozenset(hash_key(i) for i in x))
+    if id(x) in _path:
+        return (t, "cycle")
+    path = _path | {id(x)}
+    if isinstance(x, (tuple, list, deque)):
+        return (t, tuple(hash_key(i, path) for i in x))
+    if isinstance(x, (frozenset, set)):
+        return (t, frozenset(hash_key(i, path) for i in x))
+    if isinstance(x, dict):
+        return (t, tuple((hash_key(k, path), hash_key(v, path)) for k, v in x.items()))
     state = _instance_state(x)
     if state is not None:
-        return (t, tuple((name, hash_key(v)) for name, v in state.items()))
+        return (t, tuple((name, hash_key(v, path)) for name, v in state.items()))
     return (t, x)
 
 
