@@ -33,7 +33,7 @@ END = b"\x00"
 NONE_PAYLOAD = bytes.fromhex("ab 41 01 90")
 LIST12_PAYLOAD = bytes.fromhex("ab 41 01 5a 01 02")  # [1, 2]
 
-# Kinds that a stream adds to the payload kinds; the Rust ErrorKind enum gets them on merge.
+# The kind a stream adds to those of payloads (spec section 11.5).
 STREAM_KINDS = frozenset({"message_limit"})
 
 MESSAGES: list[Any] = [
