@@ -474,3 +474,35 @@ def test_large_envelopes_release_the_gil(compress: str | None) -> None:
     for meanwhile, took in results:
         assert took > 0.04, "long enough to tell"
         assert meanwhile > 0
+
+
+def test_large_raw_copies_release_the_gil() -> None:
+    """Copying the data of a large bytes, bytearray or numpy array into a payload, or out of
+    one held in a bytes object, lets other threads run: the source cannot change (a bytes
+    object, or the bytes input) and the copy goes into an object no other thread can see
+    yet. (From a bytearray input, which another thread could write into, it holds the GIL.)
+    The data grows until each copy takes long enough to tell, which depends on the machine."""
+    size = 64 << 20
+    while True:
+        blob = bytes(range(256)) * (size // 256)
+        array = np.frombuffer(blob, dtype=np.uint8)
+        packed = {
+            "bytes": amber.dumps(blob),
+            "bytearray": amber.dumps(bytearray(blob)),
+            "ndarray": amber.dumps(array),
+        }
+        results = {
+            "dumps(bytes)": ran_meanwhile(lambda b=blob: amber.dumps(b)),
+            **{
+                f"loads({kind})": ran_meanwhile(lambda d=data: amber.loads(d))
+                for kind, data in packed.items()
+            },
+        }
+        if min(took for _, took in results.values()) > 0.06 or size >= 1 << 30:
+            break
+        size *= 2
+    for name, (meanwhile, took) in results.items():
+        assert took > 0.04, f"{name}: long enough to tell"
+        assert meanwhile > 0, f"{name} held the GIL for {took:.3f} s"
+    assert amber.loads(packed["ndarray"]).tobytes() == blob
+    assert amber.loads(packed["bytearray"]) == bytearray(blob)

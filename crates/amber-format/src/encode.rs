@@ -277,9 +277,16 @@ impl<S: Sink> Writer<S> {
 
     /// A bytes object.
     pub fn bytes(&mut self, b: &[u8]) {
-        self.byte(Tag::Bytes.code());
-        self.varint(b.len() as u64);
+        self.bytes_header(b.len());
         self.buf.extend_from_slice(b);
+    }
+
+    /// The tag and length of a `bytes` value of `n` bytes; the caller then appends exactly
+    /// `n` bytes to the sink (a host copying large data its own way).
+    #[inline]
+    pub fn bytes_header(&mut self, n: usize) {
+        self.byte(Tag::Bytes.code());
+        self.varint(n as u64);
     }
 
     /// A bytearray.

@@ -11,6 +11,7 @@ mod numpy;
 mod oob;
 mod scalars;
 
+use amber_format::envelope::BodyOrigin;
 use amber_format::trace::{Trace, Tracer};
 use amber_format::{decode_body, BuildError, DecodeError, Limits};
 use pyo3::prelude::*;
@@ -36,6 +37,9 @@ pub struct PyBuilder<'py, 'o> {
     oob: oob::Buffers<'o>,
     /// Dicts of repeated shapes seen so far.
     templates: dict_template::Templates,
+    /// No Python code can change the body meanwhile, so large copies out of it may run
+    /// without the GIL (see `crate::buffer::copy_detached`).
+    frozen_body: bool,
 }
 
 impl<'py, 'o> PyBuilder<'py, 'o> {
@@ -44,6 +48,7 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
         input_len: usize,
         classes: &'o ClassOptions,
         buffers: Option<&'o [PyObj]>,
+        frozen_body: bool,
     ) -> Self {
         PyBuilder {
             py,
@@ -54,6 +59,7 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
             refused: None,
             oob: oob::Buffers::new(buffers),
             templates: dict_template::Templates::default(),
+            frozen_body,
         }
     }
 
@@ -100,7 +106,15 @@ pub fn decode_bytes(
     let body = opened.body();
     // The hashing budget grows with what is decoded: a decompressed body may be longer
     // than the input.
-    let mut builder = PyBuilder::new(py, body.len().max(data.len()), classes, buffers);
+    // A decompressed body is the decoder's own memory, which no Python code can reach.
+    let frozen_body = frozen || matches!(opened.origin(), BodyOrigin::Decompressed);
+    let mut builder = PyBuilder::new(
+        py,
+        body.len().max(data.len()),
+        classes,
+        buffers,
+        frozen_body,
+    );
     match decode_body(
         body,
         opened.origin(),
@@ -131,7 +145,7 @@ pub fn trace_bytes(
     classes: &ClassOptions,
     max_events: usize,
 ) -> (Trace<PyObj>, Option<DecodeFailure>) {
-    let builder = PyBuilder::new(py, data.len(), classes, None);
+    let builder = PyBuilder::new(py, data.len(), classes, None, false);
     let options = envelope.options(now, limits.alloc_budget(data.len()));
     let (trace, mut builder) =
         Tracer::new(builder, max_events).run_opening(data, &options, limits.max_depth);

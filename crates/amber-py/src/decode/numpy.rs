@@ -348,9 +348,10 @@ impl PyBuilder<'_, '_> {
             )));
         }
         // SAFETY: the view is a writable exported region of exactly data.len() bytes that
-        // stays valid until `view` drops; the input slice does not overlap a fresh array.
+        // stays valid until `view` drops; the input slice does not overlap a fresh array,
+        // which only this decoder holds.
         unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), view.0.buf.cast::<u8>(), data.len());
+            crate::buffer::copy_detached(self.py, data, view.0.buf.cast::<u8>(), self.frozen_body);
         }
         drop(view);
         Ok(())

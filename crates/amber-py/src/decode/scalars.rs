@@ -5,6 +5,7 @@ use pyo3::types::{PyBytes, PyDict};
 use pyo3_ffi as ffi;
 
 use super::PyBuilder;
+use crate::buffer::{copy_detached, DETACH_COPY_MIN};
 use crate::object::PyObj;
 use amber_format::{utf8, BuildError};
 
@@ -152,6 +153,9 @@ impl PyBuilder<'_, '_> {
 
     #[inline]
     pub(super) fn make_bytes(&mut self, b: &[u8]) -> Result<PyObj, BuildError> {
+        if b.len() >= DETACH_COPY_MIN {
+            return self.make_large_bytes(b, false);
+        }
         // SAFETY: copies b.len() bytes from a valid slice.
         let ptr = unsafe {
             ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), b.len() as ffi::Py_ssize_t)
@@ -160,11 +164,42 @@ impl PyBuilder<'_, '_> {
     }
 
     pub(super) fn make_bytearray(&mut self, b: &[u8]) -> Result<PyObj, BuildError> {
+        if b.len() >= DETACH_COPY_MIN {
+            return self.make_large_bytes(b, true);
+        }
         // SAFETY: copies b.len() bytes from a valid slice.
         let ptr = unsafe {
             ffi::PyByteArray_FromStringAndSize(b.as_ptr().cast(), b.len() as ffi::Py_ssize_t)
         };
         self.own(ptr)
+    }
+
+    /// A large `bytes` or `bytearray`: made empty of its size, then filled by a copy that
+    /// may run without the GIL.
+    #[cold]
+    fn make_large_bytes(&mut self, b: &[u8], mutable: bool) -> Result<PyObj, BuildError> {
+        let len = b.len() as ffi::Py_ssize_t;
+        // SAFETY: a NULL source asks for an object of len uninitialised bytes.
+        let ptr = unsafe {
+            if mutable {
+                ffi::PyByteArray_FromStringAndSize(std::ptr::null(), len)
+            } else {
+                ffi::PyBytes_FromStringAndSize(std::ptr::null(), len)
+            }
+        };
+        let obj = self.own(ptr)?;
+        // SAFETY: obj is the new object of exactly b.len() bytes, which only this decoder
+        // holds; its buffer does not overlap the input.
+        unsafe {
+            // A bytes object is written only now, before anyone else can see it.
+            let dst: *mut u8 = if mutable {
+                ffi::PyByteArray_AS_STRING(obj.as_ptr()).cast()
+            } else {
+                ffi::PyBytes_AS_STRING(obj.as_ptr()).cast_mut().cast()
+            };
+            copy_detached(self.py, b, dst, self.frozen_body);
+        }
+        Ok(obj)
     }
 }
 

@@ -8,7 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_ffi as ffi;
 
-use super::{EncodeFail, PyEncoder};
+use super::{hold, EncodeFail, PyEncoder};
+use crate::buffer::DETACH_COPY_MIN;
 
 impl PyEncoder<'_> {
     #[inline(always)]
@@ -167,6 +168,16 @@ impl PyEncoder<'_> {
         }
         if self.goes_out_of_band(data.len()) {
             return self.out_of_band_object(obj, BufferKind::Bytes, data.len());
+        }
+        if data.len() >= DETACH_COPY_MIN {
+            // Copied without the GIL: a bytes object never changes, and this reference keeps
+            // it alive should another thread drop its container's meanwhile. Other threads
+            // run Python code then, which may free objects the memo knows by address: pin.
+            self.pin_memo();
+            let _alive = hold(obj);
+            self.writer.bytes_header(data.len());
+            self.writer.sink_mut().extend_detached(self.py, data);
+            return Ok(());
         }
         self.writer.bytes(data);
         Ok(())

@@ -204,6 +204,20 @@ pub struct Run<'a> {
 }
 
 impl BytesSink {
+    /// Appends `bytes`, the data of an immutable object the caller holds a reference to, with
+    /// the GIL released for a large copy (see `crate::buffer::copy_detached`).
+    pub fn extend_detached(&mut self, py: pyo3::Python<'_>, bytes: &[u8]) {
+        if self.room(bytes.len()) {
+            // SAFETY: room() guarantees len + bytes.len() <= cap; the destination is the
+            // object being built, which only this encoder can reach, and the source cannot
+            // overlap it or change (the caller's promise).
+            unsafe {
+                crate::buffer::copy_detached(py, bytes, self.data.add(self.len), true);
+            }
+            self.len += bytes.len();
+        }
+    }
+
     /// Starts a run with room for at least `min` bytes; `None` once an allocation has failed
     /// (the encode then reports `MemoryError` from `finish`, as after any other write).
     #[inline]
