@@ -79,29 +79,51 @@ test-core: $(PY)
 	VIRTUAL_ENV=$(CURDIR)/.venv-py$(PYV) $(MATURIN) develop --quiet --extras test
 	.venv-py$(PYV)/bin/python -m pytest -q -p no:cacheprovider $(CORE_TESTS)
 
+# Wheels are linked by zig (the `ziglang` package from PyPI) against glibc 2.17, so they are
+# tagged manylinux2014 and install on Linux distributions older than the one that built them;
+# linked natively, they would need this machine's glibc. maturin finds zig next to the venv's
+# python on PATH.
+ZIG := $(VENV)/bin/python-zig
+MANYLINUX := --zig --compatibility manylinux2014
+WITH_ZIG := PATH=$(CURDIR)/$(VENV)/bin:$$PATH
+# The newest glibc symbol version manylinux2014 allows.
+MANYLINUX_GLIBC := 2.17
+
+$(ZIG): $(PY)
+	$(PIP) install --quiet "ziglang>=0.13,<0.18"
+
 # Release wheels, one per supported CPython found (as test-pythons finds them), and the sdist,
 # into dist/. amber reads CPython's private layouts, so a wheel is for one version (not abi3).
-wheel: $(PY)
+wheel: $(PY) $(ZIG)
 	@interpreters=""; \
 	for v in $(PYTHON_VERSIONS); do \
 		exe=$$($(FIND_PYTHON)); \
 		if [ -n "$$exe" ]; then interpreters="$$interpreters -i $$exe"; \
 		else echo "CPython $$v NOT FOUND: no wheel for it"; fi; \
 	done; \
-	echo "$(MATURIN) build --release --out dist$$interpreters"; \
-	$(MATURIN) build --release --out dist $$interpreters
+	echo "$(MATURIN) build --release $(MANYLINUX) --out dist$$interpreters"; \
+	$(WITH_ZIG) $(MATURIN) build --release $(MANYLINUX) --out dist $$interpreters
 	$(MATURIN) sdist --out dist
 
 # What a user installs, checked on every `make test`: the wheel (a debug-profile one: the
-# release profile's fat LTO would add minutes to each run; `make wheel` builds those), installed
+# release profile's fat LTO would add minutes to each run; `make wheel` builds those), linked
+# for manylinux2014 as `make wheel` links them, with no glibc symbol newer than 2.17, installed
 # alone, from no index, into a new virtual environment, where tests/_wheel_smoke.py checks
-# `import amber`, the `amber` CLI, py.typed, the stubs, the metadata and that nothing needs a
-# test-only package; then mypy checks a user's code against the installed stubs. The sdist must
-# hold everything a build needs: a wheel is built from its unpacked copy too.
+# `import amber`, the `amber` CLI, py.typed, the stubs, the metadata, the platform tag and that
+# nothing needs a test-only package; then mypy checks a user's code against the installed
+# stubs. The sdist must hold everything a build needs: a wheel is built from its unpacked copy
+# too.
 WHEEL_TEST := target/wheel-test
-test-wheel: $(PY)
+test-wheel: $(PY) $(ZIG)
 	rm -rf $(WHEEL_TEST)
-	$(MATURIN) build --quiet --profile dev -i $(PY) --out $(WHEEL_TEST)
+	$(WITH_ZIG) $(MATURIN) build --quiet --profile dev $(MANYLINUX) -i $(PY) --out $(WHEEL_TEST)
+	mkdir -p $(WHEEL_TEST)/files
+	cd $(WHEEL_TEST)/files && $(CURDIR)/$(PY) -m zipfile -e ../*.whl .
+	newest=$$(objdump -T $(WHEEL_TEST)/files/amber/_amber*.so | grep -o 'GLIBC_[0-9.]*' | \
+		sed 's/GLIBC_//' | sort -uV | tail -1); \
+	echo "newest glibc symbol version: $$newest"; \
+	test "$$(printf '%s\n%s\n' "$$newest" $(MANYLINUX_GLIBC) | sort -V | tail -1)" = \
+		"$(MANYLINUX_GLIBC)" || { echo "needs glibc $$newest > $(MANYLINUX_GLIBC)"; exit 1; }
 	$(MATURIN) sdist --out $(WHEEL_TEST)/sdist
 	mkdir -p $(WHEEL_TEST)/unpacked
 	tar -xzf $(WHEEL_TEST)/sdist/*.tar.gz -C $(WHEEL_TEST)/unpacked

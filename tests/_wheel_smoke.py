@@ -182,12 +182,23 @@ def check_nothing_test_only_loaded() -> None:
     assert not loaded & TEST_ONLY, sorted(loaded & TEST_ONLY)
 
 
+def check_platform_tag() -> None:
+    """On Linux the wheel is a manylinux2014 one (glibc 2.17), as `make wheel` builds it."""
+    if not sys.platform.startswith("linux"):
+        return
+    wheel = importlib.metadata.distribution("amber-serde").read_text("WHEEL") or ""
+    tags = [line.split(":", 1)[1].strip() for line in wheel.splitlines() if line.startswith("Tag:")]
+    assert tags, f"no Tag in WHEEL: {wheel!r}"
+    assert all("manylinux_2_17_" in t or "manylinux2014_" in t for t in tags), tags
+
+
 def main() -> None:
     workdir = Path(sys.argv[1])
     workdir.mkdir(parents=True, exist_ok=True)
     check_installed_package()
     check_distributions()
     check_metadata()
+    check_platform_tag()
     check_round_trips(workdir)
     check_cli(workdir)
     check_nothing_test_only_loaded()
