@@ -11,7 +11,7 @@ CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
 
 .PHONY: all venv build build-release test test-rust test-python test-pythons test-core \
         wheel test-wheel test-generic fuzz-smoke fuzz fuzz-rust fuzz-python lint lint-checks bench \
-        clean
+        bench-pythons clean
 
 # The CPythons amber supports. `make test` runs the full suite in $(VENV) (made with
 # $(PYTHON)) and CORE_TESTS on each other version it finds, as `python3.X` on PATH or through
@@ -213,5 +213,24 @@ bench: build-release
 	$(PY) bench/integrations.py --out bench/results
 	$(PY) bench/threads.py > bench/results/threads.md
 
+# The side-by-side table on every supported CPython found (the default one included), each
+# in a release build of its own (.venv-bench-py3.X), with the fast peers; the ratios to the
+# fastest peer, version by version, go to bench/results/pythons.md.
+BENCH_PYTHONS_CODECS := amber,pickle,msgspec,orjson,ormsgpack,pyfory
+bench-pythons: $(PY)
+	@runs=""; \
+	for v in $(PYTHON_VERSIONS); do \
+		exe=$$($(FIND_PYTHON)); \
+		if [ -z "$$exe" ]; then echo "CPython $$v NOT FOUND: not measured"; continue; fi; \
+		venv=.venv-bench-py$$v; \
+		test -x $$venv/bin/python || { $$exe -m venv $$venv && \
+			$$venv/bin/pip install --quiet --upgrade pip; } || exit 1; \
+		VIRTUAL_ENV=$(CURDIR)/$$venv $(MATURIN) develop --quiet --release --extras bench || exit 1; \
+		$$venv/bin/python bench/run.py --scale $(SCALE) --codecs $(BENCH_PYTHONS_CODECS) \
+			--no-refs --no-arrays --no-memory --no-readme --out target/bench-py$$v || exit 1; \
+		runs="$$runs target/bench-py$$v/results.json"; \
+	done; \
+	$(PY) bench/pythons.py $$runs > bench/results/pythons.md
+
 clean:
-	rm -rf target fuzz/target $(VENV) .venv-py3.* .tools
+	rm -rf target fuzz/target $(VENV) .venv-py3.* .venv-bench-py3.* .tools
