@@ -11,7 +11,7 @@ CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
 
 .PHONY: all venv build build-release test test-rust test-python test-pythons test-core \
         wheel test-wheel test-generic fuzz-smoke fuzz fuzz-rust fuzz-python lint lint-checks bench \
-        bench-pythons clean
+        bench-pythons check-ahead clean
 
 # The CPythons amber supports. `make test` runs the full suite in $(VENV) (made with
 # $(PYTHON)) and CORE_TESTS on each other version it finds, as `python3.X` on PATH or through
@@ -45,7 +45,8 @@ build: $(PY)
 build-release: $(PY)
 	$(MATURIN) develop --quiet --release --extras bench,contrib-test
 
-test: build lint-checks test-rust test-python test-pythons test-wheel test-generic fuzz-smoke
+test: build lint-checks test-rust test-python test-pythons check-ahead test-wheel test-generic \
+	fuzz-smoke
 
 test-rust:
 	cargo test --workspace --exclude amber-py --quiet
@@ -164,6 +165,23 @@ test-generic: $(PY)
 	cmp $(GENERIC)/fast.txt $(GENERIC)/generic.txt
 	@echo "generic build: core suite passed; same bytes as the fast build for" \
 		"$$(wc -l < $(GENERIC)/fast.txt) payloads"
+
+# CPythons not installed here, checked by compiling for them: 3.14 (whose layouts amber does
+# not know, so the generic paths) and 3.14t, free-threaded (the same, and importing the module
+# turns the GIL back on). pyo3 reads the interpreter's description from a file instead of
+# running it. (pyo3 itself refuses free-threaded builds before 3.14.)
+AHEAD := target/ahead
+check-ahead:
+	@mkdir -p $(AHEAD)
+	@for target in 3.14: 3.14:Py_GIL_DISABLED; do \
+		version=$${target%%:*}; flags=$${target#*:}; \
+		printf '%s\n' implementation=CPython version=$$version shared=true abi3=false \
+			build_flags=$$flags suppress_build_script_link_lines=false pointer_width=64 \
+			> $(AHEAD)/pyo3-$$version$$flags.cfg; \
+		echo "== compile for CPython $$version $${flags:+($$flags)}"; \
+		PYO3_CONFIG_FILE=$(CURDIR)/$(AHEAD)/pyo3-$$version$$flags.cfg cargo clippy --quiet \
+			-p amber-py --target-dir $(AHEAD)/target -- -D warnings || exit 1; \
+	done
 
 # A short run of both fuzzers on every `make test`; `make fuzz` runs them for longer.
 fuzz-smoke:

@@ -236,7 +236,10 @@ fn envelope_info<'py>(
     envelope::info_dict(py, &info)
 }
 
-#[pymodule]
+// gil_used: the extension relies on the GIL (its caches, the identity memo's addresses, the
+// private layouts it reads), so on a free-threaded CPython importing it turns the GIL back on,
+// with CPython's own RuntimeWarning, rather than run it without one.
+#[pymodule(gil_used = true)]
 fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let digit_bits: u32 = py

@@ -104,6 +104,9 @@ impl PyEncoder<'_> {
         if !empty && self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
+        // The state bits are private: read only on the versions build.rs knows (pyo3 does not
+        // even declare them for 3.14 and later).
+        #[cfg(amber_known_layouts)]
         // SAFETY: obj is an exact str, whose state bits say how its text is stored.
         if unsafe { ffi::PyUnicode_IS_COMPACT_ASCII(obj) } != 0 {
             // SAFETY: a compact ASCII str stores its length-many bytes inline, and ASCII is
@@ -216,9 +219,12 @@ impl PyEncoder<'_> {
 #[inline(always)]
 unsafe fn cached_utf8<'a>(obj: *mut ffi::PyObject) -> Option<&'a [u8]> {
     // The utf8 field is private: read only on the versions build.rs knows.
-    if !cfg!(amber_known_layouts) {
-        return None;
+    #[cfg(not(amber_known_layouts))]
+    {
+        let _ = obj;
+        None
     }
+    #[cfg(amber_known_layouts)]
     // SAFETY: obj is a str (per the contract); a compact str that is not ASCII is laid out
     // as a PyCompactUnicodeObject, whose utf8 field is NULL or points to utf8_length bytes
     // owned by the str.
