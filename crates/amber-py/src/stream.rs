@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyTuple};
 
+use crate::buffer::frozen_input;
 use crate::decode::{self, DecodeFailure};
 use crate::errors::decode_error;
 use crate::options::check_buffers;
@@ -133,12 +134,6 @@ fn reading(
         max_message: check_max_message(max_message)?,
     };
     Ok((options, Loads::new(py, loads_options)?))
-}
-
-/// Whether decoding may leave `data`'s bytes to other threads (see `decode::decode_bytes`):
-/// a `bytes` object's never change.
-fn frozen(data: &Bound<'_, PyAny>) -> bool {
-    data.is_instance_of::<PyBytes>()
 }
 
 /// `loads` as a reader calls it on each payload, with the options the reader was given. They
@@ -413,7 +408,10 @@ impl FrameReader {
             };
             // Decoded without the lock: a class's own decode code may read on from here.
             match found {
-                Some((frame, range)) => self.loads.decode(py, &bytes[range], frozen(data), &frame),
+                Some((frame, range)) => {
+                    self.loads
+                        .decode(py, &bytes[range], frozen_input(data), &frame)
+                }
                 None => Ok(more(py)?.clone_ref(py)),
             }
         })
@@ -458,7 +456,8 @@ impl FrameReader {
                 unframer.payload_read();
                 (frame, range)
             };
-            self.loads.decode(py, &bytes[range], frozen(data), &frame)
+            self.loads
+                .decode(py, &bytes[range], frozen_input(data), &frame)
         })
     }
 
@@ -548,7 +547,7 @@ impl FrameGatherer {
         out: &Bound<'_, PyList>,
     ) -> PyResult<()> {
         let mut gatherer = self.gatherer()?;
-        let chunk_frozen = frozen(chunk);
+        let chunk_frozen = frozen_input(chunk);
         let fed = crate::buffer::with_input(py, chunk, "StreamDecoder.feed()", |bytes| {
             gatherer
                 .feed(bytes, |frame, payload, source| {
