@@ -16,19 +16,19 @@ impl Drop for BufferView {
     }
 }
 
-/// Whether no Python code can change the bytes of `data` while a call reads them with the GIL
-/// released: a `bytes` object, or a memoryview of one. A memoryview keeps its base alive, and
-/// cannot be released while the call's own export of it lasts. Its base is looked at only when
-/// it is large enough to be read without the GIL ([`DETACH_MIN`]), since that costs an
-/// attribute lookup; a smaller one counts as not frozen, which changes nothing.
-pub(crate) fn frozen_input(data: &Bound<'_, PyAny>) -> bool {
+/// Whether no Python code can change the `len` bytes a call reads from `data` while it reads
+/// them with the GIL released: `data` is a `bytes` object, or a memoryview of one. A memoryview
+/// keeps its base alive, and cannot be released while the call's own export of it lasts. Its
+/// base is looked at only when `len` reaches [`DETACH_MIN`], below which nothing is read
+/// without the GIL, since the lookup costs an attribute access on every message of a stream.
+pub(crate) fn frozen_input(data: &Bound<'_, PyAny>, len: usize) -> bool {
     let ptr = data.as_ptr();
     // SAFETY: type checks on a live object.
     if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
         return true;
     }
     // SAFETY: as above.
-    if unsafe { ffi::PyMemoryView_Check(ptr) } == 0 || data.len().map_or(true, |n| n < DETACH_MIN) {
+    if len < DETACH_MIN || unsafe { ffi::PyMemoryView_Check(ptr) } == 0 {
         return false;
     }
     data.getattr("obj")

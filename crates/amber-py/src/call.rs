@@ -158,8 +158,8 @@ pub(crate) fn loads_with(
     let buffers = check_buffers(buffers)?;
     let buffers = buffers.as_deref();
     let now = envelope.now(py)?;
-    let frozen = frozen_input(data);
     with_input(py, data, "loads()", |slice| {
+        let frozen = frozen_input(data, slice.len());
         decode::decode_bytes(py, slice, frozen, limits, envelope, now, classes, buffers)
             .map_err(|f| decode_error(py, f))
     })

@@ -209,8 +209,8 @@ fn verify<'py>(
     let config = OpenConfig::new(Some(key), max_age, None, clock)?;
     // Nothing is decompressed, so no allocation budget is needed.
     let options = config.options(config.now(py)?, 0);
-    let frozen = buffer::frozen_input(data);
     let info = with_input(py, data, "verify()", |slice| {
+        let frozen = buffer::frozen_input(data, slice.len());
         envelope::verify(py, slice, &options, frozen)
             .map_err(|e| decode_error(py, DecodeFailure::Format(e, None)))
     })?;

@@ -409,8 +409,8 @@ impl FrameReader {
             // Decoded without the lock: a class's own decode code may read on from here.
             match found {
                 Some((frame, range)) => {
-                    self.loads
-                        .decode(py, &bytes[range], frozen_input(data), &frame)
+                    let frozen = frozen_input(data, range.len());
+                    self.loads.decode(py, &bytes[range], frozen, &frame)
                 }
                 None => Ok(more(py)?.clone_ref(py)),
             }
@@ -456,8 +456,8 @@ impl FrameReader {
                 unframer.payload_read();
                 (frame, range)
             };
-            self.loads
-                .decode(py, &bytes[range], frozen_input(data), &frame)
+            let frozen = frozen_input(data, range.len());
+            self.loads.decode(py, &bytes[range], frozen, &frame)
         })
     }
 
@@ -547,8 +547,8 @@ impl FrameGatherer {
         out: &Bound<'_, PyList>,
     ) -> PyResult<()> {
         let mut gatherer = self.gatherer()?;
-        let chunk_frozen = frozen_input(chunk);
         let fed = crate::buffer::with_input(py, chunk, "StreamDecoder.feed()", |bytes| {
+            let chunk_frozen = frozen_input(chunk, bytes.len());
             gatherer
                 .feed(bytes, |frame, payload, source| {
                     self.index.store(frame.index + 1, Ordering::Relaxed);
