@@ -27,12 +27,18 @@ use crate::weak_class::refers_to;
 
 /// `encode_plan`'s code for `amber.Placeholder`, which is not a payload kind.
 const PLACEHOLDER: u8 = 255;
+/// `encode_plan`'s code for classes whose instances are written by their parts (see
+/// `parts.rs`), worked out per instance.
+const PARTS: u8 = 254;
 
 /// How instances of one class are written. It holds no reference to the class: the process-wide
 /// cache must not keep classes alive, and an encode holds the classes it uses itself.
 pub(crate) struct ClassPlan {
     /// For `amber.Placeholder`: written as the class it names, not as itself.
     placeholder: bool,
+    /// For instances written by their parts: whether they are created first (a subclass of
+    /// a mutable builtin) rather than made from their first value or built after.
+    pub(super) parts: Option<bool>,
     kind: ObjectKind,
     module: String,
     qualname: String,
@@ -168,12 +174,23 @@ impl PyEncoder<'_> {
         if plan.placeholder {
             return self.placeholder_instance(obj);
         }
+        if let Some(creates_first) = plan.parts {
+            return self.parts_instance(obj, creates_first);
+        }
         match plan.kind {
             ObjectKind::Attrs => self.attrs_instance(obj, ty, &plan),
             ObjectKind::State => self.state_instance(obj, ty, &plan),
             ObjectKind::TupleFields => self.tuple_fields_instance(obj, ty, &plan),
             ObjectKind::Enum => self.enum_instance(obj, ty, &plan),
-            ObjectKind::Custom => Err(EncodeFail::unsupported(self.py, obj)),
+            // Custom types come from the caller's table, and these kinds are worked out per
+            // instance (`plan.parts`): no class plan names them.
+            ObjectKind::Custom
+            | ObjectKind::MutableSubclass
+            | ObjectKind::ValueSubclass
+            | ObjectKind::Global
+            | ObjectKind::Reduce
+            | ObjectKind::NewObj
+            | ObjectKind::Exception => Err(EncodeFail::unsupported(self.py, obj)),
         }
     }
 
@@ -290,7 +307,7 @@ impl PyEncoder<'_> {
 
     /// Writes the OBJECT tag and a shape found by its text (`key` tells classes apart),
     /// defining the shape on first use; returns its number.
-    fn shape_by_text(
+    pub(super) fn shape_by_text(
         &mut self,
         key: usize,
         module: &str,
@@ -630,7 +647,10 @@ fn name_text(py: Python<'_>, name: *mut ffi::PyObject) -> Result<String, EncodeF
         .map_err(|_| refused(String::from("an attribute name is not encodable as UTF-8")))
 }
 
-fn checked_names(module: String, qualname: String) -> Result<(String, String), EncodeFail> {
+pub(super) fn checked_names(
+    module: String,
+    qualname: String,
+) -> Result<(String, String), EncodeFail> {
     for (what, name) in [("module", &module), ("qualname", &qualname)] {
         dotted_name(name.as_bytes()).map_err(|p| {
             refused(format!(
@@ -645,6 +665,17 @@ fn checked_names(module: String, qualname: String) -> Result<(String, String), E
 fn parse_plan(py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<ClassPlan> {
     let tuple = answer.cast::<PyTuple>()?;
     let kind_code: u8 = tuple.get_item(0)?.extract()?;
+    if kind_code == PARTS {
+        return Ok(ClassPlan {
+            placeholder: false,
+            parts: Some(tuple.get_item(1)?.extract()?),
+            kind: ObjectKind::Global,
+            module: String::new(),
+            qualname: String::new(),
+            has_dict: false,
+            names: Vec::new(),
+        });
+    }
     let placeholder = kind_code == PLACEHOLDER;
     let kind = match placeholder {
         true => ObjectKind::Custom,
@@ -671,6 +702,7 @@ fn parse_plan(py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<ClassPlan> 
     let _ = py;
     Ok(ClassPlan {
         placeholder,
+        parts: None,
         kind,
         module,
         qualname,
@@ -692,6 +724,7 @@ fn custom_plan(py: Python<'_>, cls: &Bound<'_, PyAny>) -> Result<ClassPlan, Enco
     let _ = py;
     Ok(ClassPlan {
         placeholder: false,
+        parts: None,
         kind: ObjectKind::Custom,
         module,
         qualname,

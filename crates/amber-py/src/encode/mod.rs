@@ -10,6 +10,7 @@ mod memo;
 mod numpy;
 mod oob;
 mod packed;
+mod parts;
 mod rows;
 mod scalars;
 mod sink;
@@ -195,6 +196,9 @@ impl PyEncoder<'_> {
             return self.bytearray(obj);
         } else if ty == t.complex {
             self.complex(obj);
+            return Ok(());
+        }
+        if self.singleton(obj) {
             return Ok(());
         }
         // Everything below may allocate tracked objects or run class code.
