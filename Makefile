@@ -230,6 +230,7 @@ bench: build-release
 	$(PY) bench/stream_throughput.py --out bench/results/stream_throughput.md
 	$(PY) bench/integrations.py --out bench/results
 	$(PY) bench/threads.py > bench/results/threads.md
+	$(PY) bench/class_patterns.py --out bench/results/class_patterns.md
 
 # The side-by-side table on every supported CPython found (the default one included), each
 # in a release build of its own (.venv-bench-py3.X), with the fast peers; the ratios to the
