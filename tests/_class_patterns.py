@@ -21,7 +21,9 @@ import decimal
 import enum
 import errno
 import functools
+import io
 import os
+import pickle
 import sys
 import threading
 import time
@@ -35,6 +37,21 @@ import pydantic
 from amber._compare import graph_diff
 
 __all__ = ["FAMILIES", "PATTERNS", "Pattern", "exact_copy"]
+
+
+def pickle_copy(value: object) -> object:
+    """pickle's copy of ``value`` as a plain process makes it: without the exception
+    reducers that tblib puts into ``copyreg.dispatch_table`` when a Dask or Celery test in
+    the same run installs it (they change what pickle keeps of exceptions)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.dispatch_table = {
+        cls: reducer
+        for cls, reducer in copyreg.dispatch_table.items()
+        if not (isinstance(cls, type) and issubclass(cls, BaseException))
+    }
+    pickler.dump(value)
+    return pickle.loads(buffer.getvalue())
 
 
 def exact_copy(expected: object, actual: object) -> str | None:

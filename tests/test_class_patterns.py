@@ -8,7 +8,6 @@ Failures name the pattern, its family and the first difference.
 from __future__ import annotations
 
 import gc
-import pickle
 import sys
 import sysconfig
 import types
@@ -19,7 +18,7 @@ from typing import Any
 import _class_patterns
 import amber
 import pytest
-from _class_patterns import FAMILIES, PATTERNS, Pattern, exact_copy
+from _class_patterns import FAMILIES, PATTERNS, Pattern, exact_copy, pickle_copy
 
 PROMISED = [p for p in PATTERNS if p.amber_exact]
 BEYOND = [p for p in PATTERNS if not p.amber_exact]
@@ -55,7 +54,7 @@ def test_pickle_exactness_is_as_declared(p: Pattern):
     silently move a pattern in or out of the amber checks."""
     value = p.build()
     try:
-        problem = exact_copy(value, pickle.loads(pickle.dumps(value, protocol=5)))
+        problem = exact_copy(value, pickle_copy(value))
     except Exception as error:
         problem = f"{type(error).__name__}: {error}"
     if p.pickle_exact:

@@ -37,7 +37,9 @@ _OBJECT_GETSTATE = getattr(object, "__getstate__", None)
     REDUCE,
     NEWOBJ,
     EXCEPTION,
-) = range(11)
+    REDUCE_KW,
+    NEWOBJ_KW,
+) = range(13)
 # Not payload kinds: a Placeholder is written as the instance it stands for, and the
 # instances of a PARTS class are worked out one by one (``instance_parts``).
 PLACEHOLDER = 255
@@ -54,6 +56,8 @@ _KIND_NAMES = (
     "REDUCE",
     "NEWOBJ",
     "EXCEPTION",
+    "REDUCE_KW",
+    "NEWOBJ_KW",
 )
 
 # How a payload field reaches a rebuilt instance (see ``decode_plan``).
@@ -159,7 +163,10 @@ class Placeholder:
             other.state,
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        # What a placeholder can hash without its class: equal placeholders name the same
+        # class and kind, so they hash alike (a set of them decodes, if slowly when large).
+        return hash((self.module, self.qualname, self.kind))
 
 
 def _dotted(cls: type) -> str:
@@ -272,16 +279,41 @@ def _standard_reducer(owner: type) -> bool:
     return owner is enum.Enum or (datetime is not None and owner in (datetime.tzinfo,))
 
 
-def _own_reduce(cls: type) -> bool:
-    """Whether ``cls`` declares how pickle rebuilds it: a ``copyreg`` entry, or a
-    ``__reduce_ex__``/``__reduce__`` of its own or of a base that is not a standard one."""
-    if cls in copyreg.dispatch_table:
-        return True
+def _first_declaring(cls: type, names: tuple[str, ...]) -> type | None:
     for base in cls.__mro__:
         declared = vars(base)
-        if "__reduce_ex__" in declared or "__reduce__" in declared:
-            return not _standard_reducer(base)
+        if any(name in declared for name in names):
+            return base
+    return None
+
+
+def _dispatched(cls: type) -> bool:
+    """Whether pickle would use a ``copyreg`` function for ``cls``. Not for exceptions:
+    libraries such as tblib (installed by Dask and Celery workers) register every exception
+    class there to carry tracebacks along, which are not data (spec 5.17.7)."""
+    return cls in copyreg.dispatch_table and not issubclass(cls, BaseException)
+
+
+def _own_reduce(cls: type) -> bool:
+    """Whether ``cls`` declares how pickle rebuilds it: a ``copyreg`` entry, or a
+    ``__reduce_ex__``/``__reduce__``, or the ``__new__`` arguments (``__getnewargs_ex__``,
+    ``__getnewargs__``), of its own or of a base that is not a standard one."""
+    if _dispatched(cls):
+        return True
+    for names in (("__reduce_ex__", "__reduce__"), ("__getnewargs_ex__", "__getnewargs__")):
+        owner = _first_declaring(cls, names)
+        if owner is not None and not _standard_reducer(owner):
+            return True
     return False
+
+
+def _struct_fields(cls: type) -> tuple[str, ...] | None:
+    """A msgspec Struct's field names (duck-typed: msgspec is never imported)."""
+    fields = getattr(cls, "__struct_fields__", None)
+    config = getattr(cls, "__struct_config__", None)
+    if isinstance(fields, tuple) and config is not None:
+        return fields
+    return None
 
 
 def encode_plan(cls: type) -> tuple[Any, ...]:
@@ -306,7 +338,7 @@ def encode_plan(cls: type) -> tuple[Any, ...]:
         return (ENUM, module, qualname)
     if issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple):
         return (TUPLE_FIELDS, module, qualname, tuple(getattr(cls, "_fields")))  # noqa: B009
-    if _own_reduce(cls) or issubclass(cls, BaseException):
+    if _own_reduce(cls) or issubclass(cls, BaseException) or _struct_fields(cls) is not None:
         return (PARTS, False)
     found = builtin_base(cls)
     if found is not None:
@@ -414,11 +446,12 @@ def _reduce_parts(obj: Any, reduced: Any) -> tuple[Any, ...]:
     if func is newobj or func is getattr(copyreg, "__newobj_ex__", None):
         if func is not newobj:
             target, args, kwargs = args
+            if not isinstance(target, type):
+                raise TypeError(f"unsupported type {_dotted(cls)}: __newobj_ex__ of a non-class")
             if kwargs:
-                raise TypeError(
-                    f"unsupported type {_dotted(cls)}: __reduce_ex__ passes keyword "
-                    "arguments to __new__, which amber does not write"
-                )
+                call = (tuple(args), dict(kwargs))
+                names = _names_of(target, "class")
+                return (NEWOBJ_KW, *names, target, (call, state, items, pairs))
             args = tuple(args)
         else:
             target, args = args[0], args[1:]
@@ -435,7 +468,13 @@ def instance_parts(obj: Any) -> tuple[Any, ...]:
     cls = type(obj)
     if isinstance(obj, type) or cls in _FUNCTION_TYPES:
         return (GLOBAL, *_names_of(obj, "class or function"), obj, ())
-    reducer = copyreg.dispatch_table.get(cls)
+    fields = _struct_fields(cls)
+    if fields is not None:
+        # By name, whatever the Struct's options (kw_only, array_like, tags): its own
+        # constructor takes them so, and fields added since with defaults still load.
+        call = ((), {name: getattr(obj, name) for name in fields})
+        return (REDUCE_KW, cls.__module__, cls.__qualname__, cls, (call, None, None, None))
+    reducer = copyreg.dispatch_table.get(cls) if _dispatched(cls) else None
     if reducer is not None or _own_reduce(cls):
         try:
             reduced = reducer(obj) if reducer is not None else obj.__reduce_ex__(5)
@@ -671,13 +710,13 @@ def _parts_plan(target: Any, kind: int) -> tuple[Any, ...]:
 
     if kind == GLOBAL:
         return (kind,)
-    if kind == REDUCE:
+    if kind in (REDUCE, REDUCE_KW):
         if not callable(target):
             raise refuse("something callable")
         return (kind,)
     if not isinstance(target, type):
         raise refuse("a class")
-    if kind == NEWOBJ:
+    if kind in (NEWOBJ, NEWOBJ_KW):
         return (kind,)
     if kind == EXCEPTION:
         if not issubclass(target, BaseException):
@@ -735,9 +774,11 @@ def _check_pydantic_state(cls: type, fields: Mapping[str, Any], state: Any) -> N
             raise Refusal(
                 "bad_state", f"{_dotted(cls)} has no field {name!r}, which the payload sets"
             )
+    extra = state.get("__pydantic_extra__")
+    known = set(fields) | (set(extra) if isinstance(extra, dict) else set())
     fields_set = state.get("__pydantic_fields_set__")
     for name in fields_set or ():
-        if name not in fields:
+        if name not in known:
             raise Refusal(
                 "bad_state", f"{_dotted(cls)} has no field {name!r}, which the payload marks as set"
             )
@@ -914,6 +955,23 @@ def _exception(cls: type, base: Any, args: tuple[Any, ...]) -> Any:
     return made
 
 
+def _call(target: Any, call: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments and keyword arguments of a REDUCE_KW or NEWOBJ_KW (spec 5.17.3)."""
+    if len(call) == 2:
+        args, kwargs = call
+        if (
+            type(args) is tuple
+            and type(kwargs) is dict
+            and all(type(name) is str for name in kwargs)
+        ):
+            return args, kwargs
+    raise Refusal(
+        "bad_state",
+        f"{_dotted(target)} call must be a pair of a tuple of arguments and a dict of "
+        "keyword arguments with str keys",
+    )
+
+
 def parts_from_first(kind: int, target: Any, plan: tuple[Any, ...], first: Any) -> Any:
     """An instance of a kind made from its first value (spec 5.17.3)."""
     if kind == VALUE_SUBCLASS:
@@ -923,6 +981,11 @@ def parts_from_first(kind: int, target: Any, plan: tuple[Any, ...], first: Any) 
         return target(*first)
     if kind == NEWOBJ:
         return target.__new__(target, *first)
+    if kind in (REDUCE_KW, NEWOBJ_KW):
+        args, kwargs = _call(target, first)
+        if kind == REDUCE_KW:
+            return target(*args, **kwargs)
+        return target.__new__(target, *args, **kwargs)
     if kind == EXCEPTION:
         return _exception(target, plan[1], first)
     raise Refusal("bad_shape", f"object kind {_KIND_NAMES[kind]} is not made from a value")
@@ -969,7 +1032,7 @@ def parts_finish(kind: int, obj: Any, plan: tuple[Any, ...], values: list[Any]) 
     elif kind == VALUE_SUBCLASS:
         if values[1] is not None:
             apply_state(obj, values[1])
-    elif kind in (REDUCE, NEWOBJ):
+    elif kind in (REDUCE, NEWOBJ, REDUCE_KW, NEWOBJ_KW):
         _, state, items, pairs = values
         # pickle's order: the items, then the state.
         if items is not None:

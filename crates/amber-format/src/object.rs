@@ -50,11 +50,15 @@ pub enum ObjectKind {
     /// An exception: made from its arguments, then given its state, cause, context and
     /// whether the context is suppressed.
     Exception = 10,
+    /// As [`ObjectKind::Reduce`], the callable also taking keyword arguments.
+    ReduceKw = 11,
+    /// As [`ObjectKind::NewObj`], `__new__` also taking keyword arguments.
+    NewObjKw = 12,
 }
 
 impl ObjectKind {
     /// Every kind, in code order.
-    pub const ALL: [ObjectKind; 11] = [
+    pub const ALL: [ObjectKind; 13] = [
         ObjectKind::Attrs,
         ObjectKind::State,
         ObjectKind::TupleFields,
@@ -66,6 +70,8 @@ impl ObjectKind {
         ObjectKind::Reduce,
         ObjectKind::NewObj,
         ObjectKind::Exception,
+        ObjectKind::ReduceKw,
+        ObjectKind::NewObjKw,
     ];
 
     /// The kind for a byte read from the wire.
@@ -85,7 +91,9 @@ impl ObjectKind {
             ObjectKind::ValueSubclass
             | ObjectKind::Reduce
             | ObjectKind::NewObj
-            | ObjectKind::Exception => Creation::FromFirstValue,
+            | ObjectKind::Exception
+            | ObjectKind::ReduceKw
+            | ObjectKind::NewObjKw => Creation::FromFirstValue,
             ObjectKind::TupleFields
             | ObjectKind::Enum
             | ObjectKind::Custom
@@ -105,7 +113,10 @@ impl ObjectKind {
             ObjectKind::State | ObjectKind::Enum | ObjectKind::Custom => 1,
             ObjectKind::MutableSubclass | ObjectKind::ValueSubclass => 2,
             ObjectKind::Global => 0,
-            ObjectKind::Reduce | ObjectKind::NewObj => 4,
+            ObjectKind::Reduce
+            | ObjectKind::NewObj
+            | ObjectKind::ReduceKw
+            | ObjectKind::NewObjKw => 4,
             ObjectKind::Exception => 5,
         }
     }
@@ -124,6 +135,8 @@ impl ObjectKind {
             ObjectKind::Reduce => "REDUCE",
             ObjectKind::NewObj => "NEWOBJ",
             ObjectKind::Exception => "EXCEPTION",
+            ObjectKind::ReduceKw => "REDUCE_KW",
+            ObjectKind::NewObjKw => "NEWOBJ_KW",
         }
     }
 
@@ -246,11 +259,21 @@ pub fn check_value(kind: ObjectKind, index: usize, class: ValueClass) -> Result<
         (ObjectKind::Reduce | ObjectKind::NewObj | ObjectKind::Exception, 0) => {
             (class == ValueClass::Tuple, "a tuple of arguments")
         }
-        (ObjectKind::Reduce | ObjectKind::NewObj, 2) => (
+        (ObjectKind::ReduceKw | ObjectKind::NewObjKw, 0) => (
+            class == ValueClass::Tuple,
+            "a tuple of the arguments and the keyword arguments",
+        ),
+        (
+            ObjectKind::Reduce | ObjectKind::NewObj | ObjectKind::ReduceKw | ObjectKind::NewObjKw,
+            2,
+        ) => (
             matches!(class, ValueClass::None | ValueClass::List),
             "None or a list of items",
         ),
-        (ObjectKind::Reduce | ObjectKind::NewObj, 3) => (
+        (
+            ObjectKind::Reduce | ObjectKind::NewObj | ObjectKind::ReduceKw | ObjectKind::NewObjKw,
+            3,
+        ) => (
             matches!(class, ValueClass::None | ValueClass::Dict),
             "None or a dict of items",
         ),
@@ -391,6 +414,6 @@ mod tests {
             assert_eq!(ObjectKind::from_code(kind as u8), Some(kind));
             assert_eq!(ObjectKind::from_spec_name(kind.spec_name()), Some(kind));
         }
-        assert_eq!(ObjectKind::from_code(11), None);
+        assert_eq!(ObjectKind::from_code(13), None);
     }
 }

@@ -98,7 +98,9 @@ pub(super) fn is_parts_kind(kind: ObjectKind) -> bool {
         | ObjectKind::Global
         | ObjectKind::Reduce
         | ObjectKind::NewObj
-        | ObjectKind::Exception => true,
+        | ObjectKind::Exception
+        | ObjectKind::ReduceKw
+        | ObjectKind::NewObjKw => true,
         ObjectKind::Attrs
         | ObjectKind::State
         | ObjectKind::TupleFields
@@ -413,7 +415,9 @@ impl PyBuilder<'_, '_> {
                 | ObjectKind::Global
                 | ObjectKind::Reduce
                 | ObjectKind::NewObj
-                | ObjectKind::Exception => ShapePlan::Parts {
+                | ObjectKind::Exception
+                | ObjectKind::ReduceKw
+                | ObjectKind::NewObjKw => ShapePlan::Parts {
                     kind: shape.kind,
                     target: cls,
                     plan: owned(answer.as_any()),

@@ -190,7 +190,9 @@ impl PyEncoder<'_> {
             | ObjectKind::Global
             | ObjectKind::Reduce
             | ObjectKind::NewObj
-            | ObjectKind::Exception => Err(EncodeFail::unsupported(self.py, obj)),
+            | ObjectKind::Exception
+            | ObjectKind::ReduceKw
+            | ObjectKind::NewObjKw => Err(EncodeFail::unsupported(self.py, obj)),
         }
     }
 

@@ -37,7 +37,7 @@ fn value_label(kind: ObjectKind, index: usize) -> &'static str {
         ObjectKind::MutableSubclass | ObjectKind::ValueSubclass => {
             &["<builtin value>", "__getstate__()"]
         }
-        ObjectKind::Reduce | ObjectKind::NewObj => &[
+        ObjectKind::Reduce | ObjectKind::NewObj | ObjectKind::ReduceKw | ObjectKind::NewObjKw => &[
             "<reduce args>",
             "<reduce state>",
             "<reduce list items>",
