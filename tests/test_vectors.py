@@ -141,6 +141,7 @@ _PYTHON_TYPES = {
     "IP_INTERFACE": "IPv4Interface IPv6Interface",
     "NDARRAY": "ndarray",
     "OUT_OF_BAND": "bytes bytearray array ndarray",
+    "SINGLETON": "ellipsis NotImplementedType",
 }
 
 

@@ -13,6 +13,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use amber_format::object::Creation;
 use amber_format::object::{dotted_name, field_name};
 use amber_format::ObjectKind;
 use pyo3::prelude::*;
@@ -197,7 +198,7 @@ impl PyEncoder<'_> {
     }
 
     fn custom_encoder(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Option<PyObj>, EncodeFail> {
-        let Some(table) = self.custom.as_ref() else {
+        let Some(table) = self.classes.custom.as_ref() else {
             return Ok(None);
         };
         // SAFETY: table is a live dict; the key is a live type; GetItemWithError returns a
@@ -324,6 +325,7 @@ impl PyEncoder<'_> {
             return Ok(number);
         }
         let label = texts.pop().unwrap_or_default();
+        self.check_allowed(module, qualname, kind)?;
         for text in &texts {
             field_name(text.as_bytes()).map_err(|p| {
                 refused(format!(
@@ -571,7 +573,25 @@ impl PyEncoder<'_> {
         })?;
         let mut texts = Vec::new();
         let mut values: Vec<PyObj> = Vec::new();
-        if kind.has_fields() {
+        let several = kind.value_count(0);
+        if !kind.has_fields() && several != 1 {
+            // GLOBAL has no values; the kinds with several hold them as a tuple, in order.
+            let parts: Vec<Bound<'_, PyAny>> = match several {
+                0 => Vec::new(),
+                _ => state
+                    .cast::<PyTuple>()
+                    .ok()
+                    .filter(|t| t.len() == several)
+                    .map(|t| t.iter().collect())
+                    .ok_or_else(|| {
+                        refused(format!(
+                            "placeholder state of {module}.{qualname} ({kind_name}) must be a \
+                             tuple of {several} values"
+                        ))
+                    })?,
+            };
+            values.extend(parts.iter().map(owned));
+        } else if kind.has_fields() {
             let dict = state.cast::<pyo3::types::PyDict>().map_err(|_| {
                 refused(format!(
                     "placeholder state of {module}.{qualname} must be a dict"
@@ -610,12 +630,55 @@ impl PyEncoder<'_> {
                 .unwrap_or_else(|| String::from("state"));
             self.nested_value(value)
                 .map_err(|e| e.at(Segment::Attr(label), obj))?;
+            // Where the decoder records an instance made from its first value.
+            if let (0, Creation::FromFirstValue, Some(Some(t))) = (i, kind.creation(), &token) {
+                self.memo.first_value_complete(obj, t);
+            }
         }
         match token {
             Some(token) => self.end_immutable(obj, token),
             None => self.leave(),
         }
         Ok(())
+    }
+
+    /// With `types=`, refuses a shape a decoder given the same list would refuse (spec
+    /// 5.17.4): one whose names are neither in the list nor in the fixed tables of builtins.
+    /// Custom types need no listing (the caller's `custom=` decodes them).
+    fn check_allowed(
+        &mut self,
+        module: &str,
+        qualname: &str,
+        kind: ObjectKind,
+    ) -> Result<(), EncodeFail> {
+        let Some(allowed) = self.classes.allowed.as_ref() else {
+            return Ok(());
+        };
+        if kind == ObjectKind::Custom {
+            return Ok(());
+        }
+        let py = self.py;
+        let key = format!("{module}:{qualname}");
+        // SAFETY: allowed is a live dict the encode holds.
+        let table = unsafe { Bound::from_borrowed_ptr(py, allowed.as_ptr()) };
+        let listed = table
+            .cast::<pyo3::types::PyDict>()
+            .map_err(|e| EncodeFail::new(FailKind::Python(e.into())))?
+            .get_item(&key)
+            .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        if listed.is_some() {
+            return Ok(());
+        }
+        if module == "builtins" {
+            let fixed = Callback::BuiltinNamed.call(py, (&key, kind as u8));
+            if fixed.is_ok_and(|found| !found.is_none()) {
+                return Ok(());
+            }
+        }
+        Err(refused(format!(
+            "class {module}.{qualname} is not in types=[...]: a decoder given the same types \
+             would refuse it"
+        )))
     }
 
     /// Keeps a temporary alive until the encode ends, so its address is never reused by

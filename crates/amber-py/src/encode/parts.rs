@@ -173,7 +173,7 @@ impl PyEncoder<'_> {
                         .unwrap_or_default();
                     let why = why.split_once(": ").map_or(why.as_str(), |(_, w)| w);
                     EncodeFail::new(FailKind::Refused(format!(
-                        "unsupported {what}: {why}, so amber cannot write it by name \
+                        "unsupported type {what}: {why}, so amber cannot write it by name \
                          (a lambda or a function made at run time has no importable name)"
                     )))
                 }
