@@ -133,8 +133,12 @@ class CustomType(Generic[T]):
 class Placeholder:
     """An instance of a class the decoder was not allowed to build (``placeholders=True``).
 
-    ``state`` is a dict of field values for attribute and named-tuple classes, or the single
-    state value (``__getstate__`` result, enum value, custom state) otherwise.
+    ``state`` is a dict of field values for attribute and named-tuple classes; the single
+    state value (``__getstate__`` result, enum value, custom state) for STATE, ENUM and
+    CUSTOM; None for a reference to a class or function (GLOBAL); and the tuple of the
+    values, in order, for the kinds with several (subclasses of builtins, ``__reduce__``
+    results, exceptions). Placeholders compare by all four parts and hash by the class and
+    kind, so a set of them decodes.
     """
 
     __slots__ = ("kind", "module", "qualname", "state")
