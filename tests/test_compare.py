@@ -13,7 +13,6 @@ import decimal
 import enum
 import functools
 import os
-import pickle
 import sys
 import time
 import types
@@ -22,11 +21,13 @@ from typing import Any
 import msgspec
 import pydantic
 import pytest
+from _class_patterns import pickle_copy
 from amber._compare import graph_diff
 
 
 def pickled(value: Any) -> Any:
-    return pickle.loads(pickle.dumps(value, protocol=5))
+    # Plain pickle, whatever a Dask or Celery test installed into copyreg before (tblib).
+    return pickle_copy(value)
 
 
 def assert_reported(expected: object, actual: object, *fragments: str) -> None:
