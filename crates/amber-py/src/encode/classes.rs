@@ -586,7 +586,30 @@ impl PyEncoder<'_> {
                 values.push(owned(&value));
             }
         } else {
-            values.push(owned(&state));
+            match kind.value_count(0) {
+                // GLOBAL: the names are the whole value.
+                0 if state.is_none() => {}
+                0 => {
+                    return Err(refused(format!(
+                        "placeholder state of {module}.{qualname} must be None for a GLOBAL"
+                    )))
+                }
+                1 => values.push(owned(&state)),
+                // The kinds with several values: a tuple of them, in order (spec 5.17.6).
+                count => {
+                    let tuple = state
+                        .cast::<pyo3::types::PyTuple>()
+                        .ok()
+                        .filter(|t| t.len() == count)
+                        .ok_or_else(|| {
+                            refused(format!(
+                                "placeholder state of {module}.{qualname} must be a tuple of \
+                                 {count} values for a {kind_name}"
+                            ))
+                        })?;
+                    values.extend(tuple.iter().map(|v| owned(&v)));
+                }
+            }
         }
         let token = if kind.creates_first() {
             if self.write_ref_if_seen(obj) {
@@ -603,13 +626,21 @@ impl PyEncoder<'_> {
         let kept: Vec<*mut ffi::PyObject> =
             values.into_iter().map(|v| self.keep_alive_obj(v)).collect();
         self.shape_by_text(0, &module, &qualname, kind, texts.clone())?;
+        let from_first = kind.creation() == amber_format::object::Creation::FromFirstValue;
         for (i, value) in kept.into_iter().enumerate() {
-            let label = texts
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| String::from("state"));
+            let label = match texts.get(i) {
+                Some(text) => text.clone(),
+                None if kind.value_count(0) > 1 => String::from(super::parts::value_label(kind, i)),
+                None => String::from("state"),
+            };
             self.nested_value(value)
                 .map_err(|e| e.at(Segment::Attr(label), obj))?;
+            // Where the decoder records the instance it stands for (spec 5.17.3).
+            if i == 0 && from_first {
+                if let Some(Some(token)) = token.as_ref() {
+                    self.memo.first_value_complete(obj, token);
+                }
+            }
         }
         match token {
             Some(token) => self.end_immutable(obj, token),
