@@ -7,7 +7,9 @@ other type has a tagged form, an object with one member whose name starts with `
 
 Both directions walk the graph with an explicit stack, since payloads nest up to 10000
 levels and CPython's own JSON code recurses. Nothing named by a document is imported or
-called: class instances are ``amber.Placeholder`` objects in both directions.
+called: class instances, classes and functions are ``amber.Placeholder`` objects in both
+directions, except the builtin exceptions and types of the format's fixed tables, which a
+payload decoder makes without being told to, and which are made here the same way.
 """
 
 from __future__ import annotations
