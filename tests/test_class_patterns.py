@@ -170,3 +170,16 @@ def test_placeholders_stand_for_the_refused_classes(p: Pattern):
     assert placeholders, f"{label(p)}: no Placeholder in {held!r}"
     stray = {(h.module, h.qualname) for h in placeholders} - allowed_names
     assert not stray, f"{label(p)}: placeholders for what the pattern does not use: {stray}"
+
+
+@pytest.mark.parametrize("p", NEEDS_ALLOW_LIST, ids=ids(NEEDS_ALLOW_LIST))
+def test_placeholders_write_back_what_they_stand_for(p: Pattern, graph_diff):
+    """``dumps`` writes a Placeholder of every kind as the OBJECT it stands for: its values
+    as the kind has them (none for GLOBAL, each item of the state tuple for the kinds with
+    several), so the payload reads back as the same graph."""
+    _, data = encode(p)
+    held = amber.loads(data, placeholders=True)
+    again = amber.dumps(held)
+    assert graph_diff(held, amber.loads(again, placeholders=True)) is None, label(p)
+    real = amber.loads(again, types=p.types)
+    assert graph_diff(amber.loads(data, types=p.types), real) is None, label(p)

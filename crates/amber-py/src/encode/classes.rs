@@ -13,7 +13,6 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use amber_format::object::Creation;
 use amber_format::object::{dotted_name, field_name};
 use amber_format::ObjectKind;
 use pyo3::prelude::*;
@@ -573,25 +572,7 @@ impl PyEncoder<'_> {
         })?;
         let mut texts = Vec::new();
         let mut values: Vec<PyObj> = Vec::new();
-        let several = kind.value_count(0);
-        if !kind.has_fields() && several != 1 {
-            // GLOBAL has no values; the kinds with several hold them as a tuple, in order.
-            let parts: Vec<Bound<'_, PyAny>> = match several {
-                0 => Vec::new(),
-                _ => state
-                    .cast::<PyTuple>()
-                    .ok()
-                    .filter(|t| t.len() == several)
-                    .map(|t| t.iter().collect())
-                    .ok_or_else(|| {
-                        refused(format!(
-                            "placeholder state of {module}.{qualname} ({kind_name}) must be a \
-                             tuple of {several} values"
-                        ))
-                    })?,
-            };
-            values.extend(parts.iter().map(owned));
-        } else if kind.has_fields() {
+        if kind.has_fields() {
             let dict = state.cast::<pyo3::types::PyDict>().map_err(|_| {
                 refused(format!(
                     "placeholder state of {module}.{qualname} must be a dict"
@@ -606,7 +587,30 @@ impl PyEncoder<'_> {
                 values.push(owned(&value));
             }
         } else {
-            values.push(owned(&state));
+            match kind.value_count(0) {
+                // GLOBAL: the names are the whole value.
+                0 if state.is_none() => {}
+                0 => {
+                    return Err(refused(format!(
+                        "placeholder state of {module}.{qualname} must be None for a GLOBAL"
+                    )))
+                }
+                1 => values.push(owned(&state)),
+                // The kinds with several values: a tuple of them, in order (spec 5.17.6).
+                count => {
+                    let tuple = state
+                        .cast::<pyo3::types::PyTuple>()
+                        .ok()
+                        .filter(|t| t.len() == count)
+                        .ok_or_else(|| {
+                            refused(format!(
+                                "placeholder state of {module}.{qualname} must be a tuple of \
+                                 {count} values for a {kind_name}"
+                            ))
+                        })?;
+                    values.extend(tuple.iter().map(|v| owned(&v)));
+                }
+            }
         }
         let token = if kind.creates_first() {
             if self.write_ref_if_seen(obj) {
@@ -623,16 +627,20 @@ impl PyEncoder<'_> {
         let kept: Vec<*mut ffi::PyObject> =
             values.into_iter().map(|v| self.keep_alive_obj(v)).collect();
         self.shape_by_text(0, &module, &qualname, kind, texts.clone())?;
+        let from_first = kind.creation() == amber_format::object::Creation::FromFirstValue;
         for (i, value) in kept.into_iter().enumerate() {
-            let label = texts
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| String::from("state"));
+            let label = match texts.get(i) {
+                Some(text) => text.clone(),
+                None if kind.value_count(0) > 1 => String::from(super::parts::value_label(kind, i)),
+                None => String::from("state"),
+            };
             self.nested_value(value)
                 .map_err(|e| e.at(Segment::Attr(label), obj))?;
-            // Where the decoder records an instance made from its first value.
-            if let (0, Creation::FromFirstValue, Some(Some(t))) = (i, kind.creation(), &token) {
-                self.memo.first_value_complete(obj, t);
+            // Where the decoder records the instance it stands for (spec 5.17.3).
+            if i == 0 && from_first {
+                if let Some(Some(token)) = token.as_ref() {
+                    self.memo.first_value_complete(obj, token);
+                }
             }
         }
         match token {

@@ -32,7 +32,7 @@ struct Parts {
 }
 
 /// How a value of each kind is shown in an error path.
-fn value_label(kind: ObjectKind, index: usize) -> &'static str {
+pub(super) fn value_label(kind: ObjectKind, index: usize) -> &'static str {
     let labels: &[&'static str] = match kind {
         ObjectKind::MutableSubclass | ObjectKind::ValueSubclass => {
             &["<builtin value>", "__getstate__()"]
