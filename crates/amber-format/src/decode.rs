@@ -1364,7 +1364,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
         Ok(obj)
     }
 
-    /// Decodes values `range` of an instance that exists already and completes it.
+    /// Decodes values `range` of an instance that exists already and completes it. Inlined:
+    /// it is the loop of every class instance, as it was before it had two callers.
+    #[inline(always)]
     fn object_values(
         &mut self,
         at: usize,

@@ -581,12 +581,19 @@ impl PyBuilder<'_, '_> {
         Ok(())
     }
 
+    #[inline]
     pub(super) fn class_finish(&mut self, obj: &PyObj, shape: usize) -> Result<(), BuildError> {
         let py = self.py;
+        let plan = self.shape_plan(shape)?;
+        // Per instance, so the kinds built by their parts are told apart here, in the one
+        // match, rather than by a check before it.
+        if plan.by_parts() {
+            return self.parts_finish(obj, shape);
+        }
         if let ShapePlan::Attrs {
             defaults: Some(defaults),
             ..
-        } = self.shape_plan(shape)?
+        } = plan
         {
             // SAFETY: both are live objects we hold.
             let (target, defaults) = unsafe {

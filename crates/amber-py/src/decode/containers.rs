@@ -255,9 +255,6 @@ impl Builder for PyBuilder<'_, '_> {
         self.class_set(obj, shape, index, value)
     }
     fn object_finish(&mut self, obj: &PyObj, shape: usize) -> Result<(), BuildError> {
-        if self.shape_plan(shape)?.by_parts() {
-            return self.parts_finish(obj, shape);
-        }
         self.class_finish(obj, shape)
     }
     fn object_build(&mut self, shape: usize, values: Vec<PyObj>) -> Result<PyObj, BuildError> {
