@@ -1,0 +1,71 @@
+// The public decode entry points: header and envelope, then the body.
+
+import { DecodeError } from "./errors.js";
+import { BodyDecoder, HARD_MAX_DEPTH, type ValueOptions } from "./decode.js";
+import {
+  readSealed, openSealed, signatureMatches, resolveKeys, resolveKeysAsync, hmacSync, hmacAsync,
+  type EnvelopeOptions, type OpenBody,
+} from "./envelope.js";
+
+export interface DecodeOptions extends ValueOptions, EnvelopeOptions {}
+
+function checkOptions(options: DecodeOptions): void {
+  const d = options.maxDepth;
+  if (d !== undefined && (!Number.isInteger(d) || d < 0 || d > HARD_MAX_DEPTH)) {
+    throw new RangeError(`maxDepth must be an integer from 0 to ${HARD_MAX_DEPTH}`);
+  }
+  if (options.maxAge !== undefined && !options.keys?.length) throw new RangeError("maxAge needs keys");
+}
+
+function decodeOpened(body: OpenBody, options: DecodeOptions, inputLength: number): unknown {
+  const hashBudget = 16 * Math.max(inputLength, body.end - body.start) + (1 << 20);
+  try {
+    return new BodyDecoder(body.buf, body.start, body.end, body.errorBase, options, body.spent, body.maxAlloc, hashBudget).decode();
+  } catch (e) {
+    if (e instanceof DecodeError && body.decompressed) {
+      e.inDecompressedBody = true;
+      e.message += " (offset in the decompressed body)";
+    }
+    throw e;
+  }
+}
+
+/** Decodes one payload (plain, signed or compressed). Signed payloads need node:crypto here;
+ * in a browser use decodeAsync. */
+export function decode(data: Uint8Array, options: DecodeOptions = {}): unknown {
+  checkOptions(options);
+  const keys = options.keys?.length ? resolveKeys(options.keys) : null;
+  const sealed = readSealed(data, keys);
+  if (sealed.signed) {
+    const signedPart = data.subarray(0, sealed.contentEnd);
+    signatureMatches(sealed, sealed.candidates.map((secret) => hmacSync(secret, signedPart)));
+  }
+  return decodeOpened(openSealed(sealed, options), options, data.length);
+}
+
+/** decode, verifying signatures with WebCrypto (browsers, workers, Node alike). */
+export async function decodeAsync(data: Uint8Array, options: DecodeOptions = {}): Promise<unknown> {
+  checkOptions(options);
+  const keys = options.keys?.length ? await resolveKeysAsync(options.keys) : null;
+  const sealed = readSealed(data, keys);
+  if (sealed.signed) {
+    const signedPart = data.subarray(0, sealed.contentEnd);
+    const macs: Uint8Array[] = [];
+    for (const secret of sealed.candidates) macs.push(await hmacAsync(secret, signedPart));
+    signatureMatches(sealed, macs);
+  }
+  return decodeOpened(openSealed(sealed, options), options, data.length);
+}
+
+/** Checks the signature and timestamp without decompressing or decoding; returns the
+ * envelope's fields. */
+export function verify(data: Uint8Array, options: EnvelopeOptions & { keys: NonNullable<EnvelopeOptions["keys"]> }) {
+  const keys = resolveKeys(options.keys);
+  const sealed = readSealed(data, keys);
+  signatureMatches(sealed, sealed.candidates.map((secret) => hmacSync(secret, data.subarray(0, sealed.contentEnd))));
+  return openSealedInfo(sealed, options);
+}
+
+function openSealedInfo(sealed: ReturnType<typeof readSealed>, options: EnvelopeOptions) {
+  return openSealed(sealed, options).info;
+}

@@ -1,0 +1,902 @@
+// The decode driver (spec sections 4 to 8): one loop over the body with an explicit stack of
+// open containers, so that nesting to max_depth 10000 never touches the JS call stack. Every
+// check runs in the order of spec 8.4, and every error carries the absolute offset.
+
+import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
+import { VarintReader } from "./varint.js";
+import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
+import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, type ObjectKind } from "./types.js";
+import { ExtCode } from "./ext/base.js";
+import { parseExtBlob, isBlobCode, compositeValueCount, createComposite, finishComposite, buildComposite } from "./ext/index.js";
+import { InvalidExt } from "./ext/blob_reader.js";
+import { parseOutOfBand, fortranToC } from "./ext/out_of_band.js";
+import { PyArray } from "./ext/array.js";
+import { NDArray } from "./ext/ndarray.js";
+import { type AllowedClass, type Shape, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, createsFirst } from "./object.js";
+import { KeyTable, keyProblem } from "./keys.js";
+
+export const DEFAULT_MAX_DEPTH = 1000;
+export const HARD_MAX_DEPTH = 10000;
+
+/** Options of the body decoder (the envelope's options are in envelope.ts). */
+export interface ValueOptions {
+  /** Deepest nesting of containers; default 1000, at most 10000. */
+  maxDepth?: number;
+  /** Allocation budget in estimated bytes; default 256 x input length + 1 MiB. */
+  maxAlloc?: number;
+  /** Out-of-band buffers, in the order the payload numbers them. */
+  buffers?: readonly Uint8Array[];
+  /** Classes the caller allows, by "module:qualname". */
+  types?: readonly AllowedClass[];
+  /** Stand in for classes not allowed with Placeholder objects instead of failing. */
+  placeholders?: boolean;
+  /** What to do with a payload field that an allowed class does not declare. */
+  unknownFields?: "ignore" | "error";
+}
+
+const enum F {
+  List, Tuple, Dict, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
+}
+
+class Frame {
+  type: F = F.List;
+  container: any = null;
+  remaining = 0;
+  /** Absolute offset of the tag, for errors reported when the value completes. */
+  at = 0;
+  /** Body offset of a tracked built-after value, else -1. */
+  trackOff = -1;
+  /** Dict: whether the next value is a key; the key itself. */
+  expectKey = true;
+  key: unknown = undefined;
+  /** Dict and sets: the absolute offset of the current key's or element's first byte. */
+  childAt = 0;
+  keys: KeyTable | null = null;
+  /** TUPLE_LIST: the row being filled and its arity. */
+  row: Tuple | null = null;
+  arity = 0;
+  /** EXT composites and objects: code or shape, and the values collected. */
+  code = 0;
+  shape: Shape | null = null;
+  values: unknown[] | null = null;
+  /** SUPERSEDE: whether A is complete. */
+  gotA = false;
+}
+
+const PENDING = Symbol("pending");
+
+export class BodyDecoder {
+  private buf: Uint8Array;
+  private view: DataView;
+  private pos: number;
+  private end: number;
+  /** absolute offset = buffer index - delta */
+  private delta: number;
+  /** body offset = buffer index - bodyStart */
+  private bodyStart: number;
+  private maxDepth: number;
+  private depth = 0;
+  private spent: number;
+  private maxAlloc: number;
+  private refs: Map<number, unknown> | null = null;
+  private incomplete: Set<number> | null = null;
+  private stack: Frame[] = [];
+  private sp = 0;
+  private vr = new VarintReader();
+  private shapes: Shape[] = [];
+  private usedBuffers: Set<string> | null = null;
+  private hashWork = 0;
+  private hashBudget: number;
+  private fingerprints = new Map<object, string>();
+
+  constructor(
+    buf: Uint8Array, start: number, end: number, errorBase: number,
+    private readonly options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number,
+  ) {
+    this.buf = buf;
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.pos = start;
+    this.end = end;
+    this.bodyStart = start;
+    this.delta = start - errorBase;
+    this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+    this.spent = spent;
+    this.maxAlloc = maxAlloc;
+    this.hashBudget = hashBudget;
+  }
+
+  private err(kind: Parameters<typeof decodeError>[0], index: number, message?: string): DecodeError {
+    return decodeError(kind, index - this.delta, message);
+  }
+
+  private charge(bytes: number, index: number): void {
+    this.spent += bytes;
+    if (this.spent > this.maxAlloc) {
+      throw this.err("alloc_limit", index, `decoding would allocate more than max_alloc=${this.maxAlloc} bytes`);
+    }
+  }
+
+  private enter(index: number, levels = 1): void {
+    this.depth += levels;
+    if (this.depth > this.maxDepth) {
+      throw this.err("depth_limit", index, `nesting deeper than max_depth=${this.maxDepth}`);
+    }
+  }
+
+  private varint(): number | bigint {
+    const vr = this.vr;
+    if (!vr.read(this.buf, this.pos, this.end)) vr.throwAt(this.pos - this.delta);
+    this.pos = vr.end;
+    return vr.value;
+  }
+
+  private pushFrame(type: F, at: number): Frame {
+    let f = this.stack[this.sp];
+    if (f === undefined) {
+      f = new Frame();
+      this.stack[this.sp] = f;
+    }
+    this.sp++;
+    f.type = type;
+    f.at = at;
+    f.trackOff = -1;
+    f.keys = null;
+    f.values = null;
+    f.shape = null;
+    f.row = null;
+    return f;
+  }
+
+  private record(bodyOff: number, value: unknown): void {
+    (this.refs ??= new Map()).set(bodyOff, value);
+  }
+
+  /** Decodes the whole body: one root value, then the end. */
+  decode(): unknown {
+    if (this.pos >= this.end) throw this.err("truncated", this.end);
+    const value = this.run();
+    if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
+    return value;
+  }
+
+  private run(): unknown {
+    const stack = this.stack;
+    for (;;) {
+      if (this.sp > 0) {
+        const top = stack[this.sp - 1];
+        if (top.type === F.Dict) {
+          if (top.expectKey) top.childAt = this.pos;
+        } else if (top.type === F.Set || top.type === F.FrozenSet) {
+          top.childAt = this.pos;
+        }
+      }
+      let value = this.value();
+      for (;;) {
+        if (value === PENDING) {
+          const top = stack[this.sp - 1];
+          if (top.remaining > 0) break;
+          value = this.finish(top);
+          continue;
+        }
+        if (this.sp === 0) return value;
+        const top = stack[this.sp - 1];
+        if (!this.deliver(top, value)) break;
+        value = this.finish(top);
+      }
+    }
+  }
+
+  /** Gives a complete child value to the open frame; true when the frame is then complete. */
+  private deliver(f: Frame, v: unknown): boolean {
+    switch (f.type) {
+      case F.List:
+      case F.Tuple:
+        f.container.push(v);
+        return --f.remaining === 0;
+      case F.Dict:
+        if (f.expectKey) {
+          this.checkKey(f, v, "duplicate_key");
+          f.key = v;
+          f.expectKey = false;
+          return false;
+        }
+        f.container.set(f.key, v);
+        f.expectKey = true;
+        return --f.remaining === 0;
+      case F.Set:
+      case F.FrozenSet:
+        this.checkKey(f, v, "duplicate_element");
+        f.container.add(v);
+        return --f.remaining === 0;
+      case F.TupleList: {
+        const row = f.row!;
+        row.push(v);
+        if (row.length === f.arity) {
+          f.container.push(row);
+          if (--f.remaining > 0) f.row = new Tuple();
+        }
+        return f.remaining === 0;
+      }
+      case F.Supersede:
+        if (!f.gotA) {
+          f.gotA = true;
+          if (this.pos >= this.end) throw this.err("truncated", this.end);
+          if (this.buf[this.pos] !== 0x93) throw this.err("supersede_without_ref", this.pos);
+          return false;
+        }
+        f.container = v;
+        return true;
+      case F.ExtCreateFirst:
+      case F.ExtBuildAfter:
+      case F.ObjectFirst:
+      case F.ObjectAfter:
+        f.values!.push(v);
+        return --f.remaining === 0;
+    }
+  }
+
+  /** Closes the top frame and returns its value. */
+  private finish(f: Frame): unknown {
+    this.sp--;
+    switch (f.type) {
+      case F.List:
+      case F.Dict:
+      case F.Set:
+        this.depth--;
+        return f.container;
+      case F.TupleList:
+        this.depth -= 2;
+        return f.container;
+      case F.Tuple:
+      case F.FrozenSet:
+        this.depth--;
+        if (f.trackOff >= 0) {
+          this.incomplete!.delete(f.trackOff);
+          this.record(f.trackOff, f.container);
+        }
+        return f.container;
+      case F.Supersede:
+        this.depth--;
+        return f.container;
+      case F.ExtCreateFirst:
+        this.depth--;
+        try {
+          finishComposite(f.code, f.container, f.values!);
+        } catch (e) {
+          if (e instanceof InvalidExt) throw this.err("invalid_ext", f.at + this.delta, e.message);
+          throw e;
+        }
+        return f.container;
+      case F.ExtBuildAfter: {
+        this.depth--;
+        let built: unknown;
+        try {
+          built = buildComposite(f.code, f.values!);
+        } catch (e) {
+          if (e instanceof InvalidExt) throw this.err("invalid_ext", f.at + this.delta, e.message);
+          throw e;
+        }
+        if (f.trackOff >= 0) {
+          this.incomplete!.delete(f.trackOff);
+          this.record(f.trackOff, built);
+        }
+        return built;
+      }
+      case F.ObjectFirst:
+        this.depth--;
+        this.fillObject(f);
+        return f.container;
+      case F.ObjectAfter: {
+        this.depth--;
+        const built = this.buildObject(f);
+        if (f.trackOff >= 0) {
+          this.incomplete!.delete(f.trackOff);
+          this.record(f.trackOff, built);
+        }
+        return built;
+      }
+    }
+  }
+
+  private checkKey(f: Frame, v: unknown, duplicate: "duplicate_key" | "duplicate_element"): void {
+    const keys = (f.keys ??= new KeyTable());
+    const problem = keys.add(v, this);
+    if (problem !== 0) {
+      const at = f.childAt;
+      switch (problem) {
+        case 1: throw this.err("unhashable", at, `${describe(v)} cannot be a dict key or set element`);
+        case 2: throw this.err(duplicate, at);
+        case 3: throw this.err("hash_limit", at, "hashing keys took more work than the input allows");
+      }
+    }
+  }
+
+  /** Fingerprint of a structured key (tuple, frozenset, ...), cached per object, with the
+   * work charged to the hashing budget. Returns null when the budget is spent. */
+  fingerprint(v: object, make: () => string): string | null {
+    let fp = this.fingerprints.get(v);
+    if (fp === undefined) {
+      fp = make();
+      this.fingerprints.set(v, fp);
+    }
+    this.hashWork += fp.length;
+    return this.hashWork > this.hashBudget ? null : fp;
+  }
+
+  /** Reads one value: returns it, or PENDING after opening a frame for a container. */
+  private value(): unknown {
+    const buf = this.buf;
+    const at = this.pos;
+    if (at >= this.end) throw this.err("truncated", this.end);
+    const tag = buf[at];
+    this.pos = at + 1;
+    if (tag < 0x40) return tag;
+    if (tag >= 0x80 && tag < 0x90) return tag - 0x90;
+    switch (tag) {
+      case 0x90: return null;
+      case 0x91: return false;
+      case 0x92: return true;
+      case 0x93: return this.reference(at);
+    }
+    if (tag === 0x94) {
+      this.enter(at);
+      const f = this.pushFrame(F.Supersede, at);
+      f.gotA = false;
+      f.remaining = 1;
+      return PENDING;
+    }
+    if ((tag & 0x40) === 0) throw this.err("unknown_tag", at, `tag 0x${tag.toString(16)} is reserved`);
+    let trackOff = -1;
+    if (tag & 0x80) {
+      this.charge(cost.SCALAR, at);
+      trackOff = at - this.bodyStart;
+    }
+    return this.trackable(tag & 0x7f, at, trackOff);
+  }
+
+  private trackable(code: number, at: number, trackOff: number): unknown {
+    if (code < 0x58) {
+      const n = code - 0x40;
+      const s = this.str(n, at, at + 1, false);
+      if (trackOff >= 0) this.record(trackOff, s);
+      return s;
+    }
+    if (code < 0x5c) return this.openList(code - 0x58, at, trackOff);
+    if (code < 0x60) return this.openTuple(code - 0x5c, at, trackOff);
+    if (code < 0x68) return this.openDict(code - 0x60, at, trackOff);
+    let v: unknown;
+    switch (code) {
+      case 0x68:
+      case 0x69: {
+        const n = this.lengthVarint();
+        v = this.str(n, at, this.pos, code === 0x69);
+        break;
+      }
+      case 0x6a:
+      case 0x6b: {
+        const n = this.lengthVarint();
+        if (n > this.end - this.pos) throw this.err("truncated", at);
+        this.charge(code === 0x6b ? cost.bytearray(n) : cost.bytes(n), at);
+        const bytes = this.buf.slice(this.pos, this.pos + n);
+        this.pos += n;
+        v = code === 0x6b ? new ByteArray(bytes.buffer, 0, n) : bytes;
+        break;
+      }
+      case 0x6c: {
+        this.charge(cost.SCALAR, at);
+        const z = this.varint();
+        v = unzigzagInt(z);
+        break;
+      }
+      case 0x6d:
+        v = this.bigint(at);
+        break;
+      case 0x6e: {
+        if (this.end - this.pos < 8) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        const x = this.view.getFloat64(this.pos, true);
+        v = Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(this.pos, this.pos + 8)) : x;
+        this.pos += 8;
+        break;
+      }
+      case 0x6f: {
+        if (this.end - this.pos < 4) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        const x = this.view.getFloat32(this.pos, true);
+        v = Number.isInteger(x) || x !== x ? new Float(x) : x;
+        this.pos += 4;
+        break;
+      }
+      case 0x70: {
+        if (this.end - this.pos < 16) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        v = new Complex(this.view.getFloat64(this.pos, true), this.view.getFloat64(this.pos + 8, true));
+        this.pos += 16;
+        break;
+      }
+      case 0x71:
+        this.enter(at);
+        return this.openList(this.containerCount(at, 1), at, trackOff, true);
+      case 0x72:
+        this.enter(at);
+        return this.openTuple(this.containerCount(at, 1), at, trackOff, true);
+      case 0x73:
+        this.enter(at);
+        return this.openDict(this.containerCount(at, 2), at, trackOff, true);
+      case 0x74:
+      case 0x75:
+        this.enter(at);
+        return this.openSet(this.containerCount(at, 1), at, trackOff, code === 0x75);
+      case 0x76:
+        return this.ext(at, trackOff);
+      case 0x77:
+        return this.object(at, trackOff);
+      case 0x78:
+        this.enter(at);
+        v = this.packedInts(this.containerCount(at, 1), at);
+        this.depth--;
+        break;
+      case 0x79:
+        this.enter(at);
+        v = this.packedFloats(this.containerCount(at, 8), at);
+        this.depth--;
+        break;
+      case 0x7c:
+        return this.openTupleList(at, trackOff);
+      default:
+        throw this.err("unknown_tag", at, `tag 0x${(code | (trackOff >= 0 ? 0x80 : 0)).toString(16)} is reserved`);
+    }
+    if (trackOff >= 0) this.record(trackOff, v);
+    return v;
+  }
+
+  /** A length varint for a byte payload, as a number (a bigint cannot fit what remains). */
+  private lengthVarint(): number {
+    const n = this.varint();
+    return typeof n === "number" ? n : Number.MAX_SAFE_INTEGER;
+  }
+
+  /** A container's count varint, checked against the remaining input (`per` bytes per item). */
+  private containerCount(at: number, per: number): number {
+    const n = this.varint();
+    const left = this.end - this.pos;
+    if (typeof n !== "number" || n > Math.floor(left / per)) {
+      throw this.err("length_too_large", at, `container declares ${n} items but only ${left} bytes are left`);
+    }
+    return n;
+  }
+
+  private str(n: number, at: number, start: number, surrogates: boolean): string {
+    if (n > this.end - start) throw this.err("truncated", at);
+    this.charge(cost.str(n), at);
+    const end = start + n;
+    this.pos = end;
+    const buf = this.buf;
+    if (n < 24 && !surrogates) {
+      // ASCII fast path: most short strings (dict keys) are ASCII.
+      let s = "";
+      let i = start;
+      for (; i < end; i++) {
+        const c = buf[i];
+        if (c >= 0x80) break;
+        s += String.fromCharCode(c);
+      }
+      if (i === end) return s;
+    }
+    const s = surrogates ? decodeUtf8Surrogates(buf, start, end) : decodeUtf8(buf, start, end);
+    if (s === null) throw this.err("invalid_utf8", start);
+    return s;
+  }
+
+  private bigint(at: number): bigint {
+    const n = this.lengthVarint();
+    if (n > this.end - this.pos) throw this.err("truncated", at);
+    const buf = this.buf;
+    const start = this.pos;
+    const last = n > 0 ? buf[start + n - 1] : 0;
+    if (n < 9) throw this.err("noncanonical_int", at, "BIGINT holds a value inside the i64 range");
+    const prev = buf[start + n - 2];
+    if ((last === 0x00 && prev < 0x80) || (last === 0xff && prev >= 0x80)) {
+      throw this.err("noncanonical_int", at, "BIGINT has a redundant sign byte");
+    }
+    let v = 0n;
+    for (let i = start + n - 1; i >= start; i--) v = (v << 8n) | BigInt(buf[i]);
+    if (last & 0x80) v -= 1n << BigInt(8 * n);
+    if (v >= -(1n << 63n) && v < 1n << 63n) throw this.err("noncanonical_int", at, "BIGINT holds a value inside the i64 range");
+    this.charge(cost.bigint(n), at);
+    this.pos = start + n;
+    return v;
+  }
+
+  private openList(n: number, at: number, trackOff: number, entered = false): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n > this.end - this.pos) throw this.err("length_too_large", at, `list declares ${n} items but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.list(n), at);
+    const list: unknown[] = [];
+    if (trackOff >= 0) this.record(trackOff, list);
+    if (n === 0) {
+      this.depth--;
+      return list;
+    }
+    const f = this.pushFrame(F.List, at);
+    f.container = list;
+    f.remaining = n;
+    return PENDING;
+  }
+
+  private openTuple(n: number, at: number, trackOff: number, entered = false): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n > this.end - this.pos) throw this.err("length_too_large", at, `tuple declares ${n} items but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.tuple(n), at);
+    const t = new Tuple();
+    if (n === 0) {
+      this.depth--;
+      if (trackOff >= 0) this.record(trackOff, t);
+      return t;
+    }
+    const f = this.pushFrame(F.Tuple, at);
+    f.container = t;
+    f.remaining = n;
+    if (trackOff >= 0) {
+      f.trackOff = trackOff;
+      (this.incomplete ??= new Set()).add(trackOff);
+    }
+    return PENDING;
+  }
+
+  private openDict(n: number, at: number, trackOff: number, entered = false): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n > Math.floor((this.end - this.pos) / 2)) throw this.err("length_too_large", at, `dict declares ${n} pairs but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.dict(n), at);
+    const map = new Map();
+    if (trackOff >= 0) this.record(trackOff, map);
+    if (n === 0) {
+      this.depth--;
+      return map;
+    }
+    const f = this.pushFrame(F.Dict, at);
+    f.container = map;
+    f.remaining = n;
+    f.expectKey = true;
+    return PENDING;
+  }
+
+  private openSet(n: number, at: number, trackOff: number, frozen: boolean): unknown {
+    this.charge(cost.set(n), at);
+    const set = frozen ? new FrozenSet() : new Set();
+    if (!frozen && trackOff >= 0) this.record(trackOff, set);
+    if (n === 0) {
+      this.depth--;
+      if (frozen && trackOff >= 0) this.record(trackOff, set);
+      return set;
+    }
+    const f = this.pushFrame(frozen ? F.FrozenSet : F.Set, at);
+    f.container = set;
+    f.remaining = n;
+    if (frozen && trackOff >= 0) {
+      f.trackOff = trackOff;
+      (this.incomplete ??= new Set()).add(trackOff);
+    }
+    return PENDING;
+  }
+
+  private packedInts(n: number, at: number): unknown[] {
+    this.charge(cost.list(n), at);
+    const out: unknown[] = new Array(n);
+    const buf = this.buf;
+    let pos = this.pos;
+    const end = this.end;
+    for (let i = 0; i < n; i++) {
+      const itemAt = pos;
+      let v: number | bigint;
+      const b0 = pos < end ? buf[pos] : 0x80;
+      if (b0 < 0x80) {
+        pos++;
+        v = (b0 & 1) ? -((b0 + 1) >> 1) : b0 >> 1;
+      } else {
+        this.pos = pos;
+        v = unzigzagInt(this.varint());
+        pos = this.pos;
+      }
+      if (typeof v !== "number" || v < SMALL_INT_MIN || v > SMALL_INT_MAX) this.charge(cost.SCALAR, itemAt);
+      out[i] = v;
+    }
+    this.pos = pos;
+    return out;
+  }
+
+  private packedFloats(n: number, at: number): unknown[] {
+    this.charge(cost.packedFloatList(n), at);
+    const out: unknown[] = new Array(n);
+    const view = this.view;
+    let pos = this.pos;
+    for (let i = 0; i < n; i++, pos += 8) {
+      const x = view.getFloat64(pos, true);
+      out[i] = Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(pos, pos + 8)) : x;
+    }
+    this.pos = pos;
+    return out;
+  }
+
+  private openTupleList(at: number, trackOff: number): unknown {
+    this.enter(at, 2);
+    const rows = this.varint();
+    const arity = this.varint();
+    if (arity === 0) throw this.err("length_too_large", at, "a TUPLE_LIST's arity must be at least 1");
+    const left = this.end - this.pos;
+    if (rows !== 0 && (typeof rows !== "number" || typeof arity !== "number" || rows > Math.floor(left / arity))) {
+      throw this.err("length_too_large", at, `TUPLE_LIST declares ${rows} rows of ${arity} items but only ${left} bytes are left`);
+    }
+    this.charge(cost.tupleList(rows as number, rows === 0 ? 0 : (arity as number)), at);
+    const list: unknown[] = [];
+    if (trackOff >= 0) this.record(trackOff, list);
+    if (rows === 0) {
+      this.depth -= 2;
+      return list;
+    }
+    const f = this.pushFrame(F.TupleList, at);
+    f.container = list;
+    f.remaining = rows;
+    f.arity = arity as number;
+    f.row = new Tuple();
+    return PENDING;
+  }
+
+  private reference(at: number): unknown {
+    const t = this.varint();
+    const r = at - this.bodyStart;
+    if (typeof t !== "number" || t >= r) throw this.err("bad_reference", at, `REF to ${t} does not point backwards`);
+    if (this.incomplete !== null && this.incomplete.has(t)) {
+      throw this.err("incomplete_reference", at, `REF to ${t}, a value still being built`);
+    }
+    const refs = this.refs;
+    if (refs === null || !refs.has(t)) throw this.err("bad_reference", at, `REF to ${t}, which is not a tracked value`);
+    return refs.get(t);
+  }
+
+  private ext(at: number, trackOff: number): unknown {
+    const c = this.varint();
+    if (typeof c !== "number" || c < 1 || c > 0x16) throw this.err("unknown_ext", at, `EXT code ${c} is not defined`);
+    if (isBlobCode(c)) {
+      const n = this.lengthVarint();
+      if (n > this.end - this.pos) throw this.err("truncated", at);
+      this.charge(cost.extBlob(n), at);
+      const blob = this.buf.slice(this.pos, this.pos + n);
+      this.pos += n;
+      let v: unknown;
+      try {
+        v = c === ExtCode.OUT_OF_BAND ? this.outOfBand(blob, at) : parseExtBlob(c, blob);
+      } catch (e) {
+        if (e instanceof InvalidExt) throw this.err("invalid_ext", at, e.message);
+        throw e;
+      }
+      if (trackOff >= 0) this.record(trackOff, v);
+      return v;
+    }
+    this.enter(at);
+    const k = compositeValueCount(c);
+    if (k > this.end - this.pos) throw this.err("length_too_large", at, `EXT composite needs ${k} values`);
+    this.charge(cost.object(k), at);
+    const created = createComposite(c);
+    const f = this.pushFrame(created === null ? F.ExtBuildAfter : F.ExtCreateFirst, at);
+    f.code = c;
+    f.container = created;
+    f.values = [];
+    f.remaining = k;
+    if (trackOff >= 0) {
+      if (created !== null) this.record(trackOff, created);
+      else {
+        f.trackOff = trackOff;
+        (this.incomplete ??= new Set()).add(trackOff);
+      }
+    }
+    return PENDING;
+  }
+
+  private outOfBand(blob: Uint8Array, at: number): unknown {
+    const layout = parseOutOfBand(blob);
+    const key = String(layout.index);
+    const used = (this.usedBuffers ??= new Set());
+    if (used.has(key)) throw new InvalidExt(`OUT_OF_BAND: buffer ${key} backs an earlier value already`);
+    used.add(key);
+    const buffers = this.options.buffers;
+    if (buffers === undefined || buffers.length === 0) {
+      throw this.err("missing_buffer", at, "the payload has out-of-band buffers: pass them as the buffers option");
+    }
+    if (typeof layout.index !== "number" || layout.index >= buffers.length) {
+      throw this.err("missing_buffer", at, `buffer ${layout.index} was not passed (${buffers.length} given)`);
+    }
+    const buffer = buffers[layout.index];
+    if (!(buffer instanceof Uint8Array) || BigInt(buffer.length) !== BigInt(layout.length)) {
+      throw this.err("buffer_mismatch", at, `buffer ${layout.index} has ${buffer?.length} bytes, the payload says ${layout.length}`);
+    }
+    switch (layout.kind) {
+      case 0: return buffer;
+      case 1: return new ByteArray(buffer);
+      case 2: return new PyArray(layout.typecode, buffer.slice());
+      case 3: return new NDArray(layout.shape, layout.dtype, buffer);
+      case 4: {
+        const count = layout.shape.reduce<number>((a, d) => a * Number(d), 1);
+        const itemSize = count === 0 ? 0 : buffer.length / count;
+        return new NDArray(layout.shape, layout.dtype, fortranToC(buffer, layout.shape, itemSize));
+      }
+    }
+  }
+
+  private nameAt(field: boolean): string {
+    const lenAt = this.pos;
+    const n = this.varint();
+    if (typeof n !== "number" || n < 1 || n > MAX_NAME) throw this.err("bad_name", lenAt, `name length ${n} is out of range 1..${MAX_NAME}`);
+    if (n > this.end - this.pos) throw this.err("truncated", lenAt);
+    const s = decodeUtf8(this.buf, this.pos, this.pos + n);
+    this.pos += n;
+    if (s === null) throw this.err("bad_name", lenAt, "name is not valid UTF-8");
+    if (!field && !isDottedName(s)) throw this.err("bad_name", lenAt, `${JSON.stringify(s)} is not a dotted name`);
+    return s;
+  }
+
+  private object(at: number, trackOff: number): unknown {
+    const s = this.varint();
+    let shape: Shape;
+    if (s === 0) {
+      shape = this.shapeDefinition(at);
+    } else {
+      if (typeof s !== "number" || s - 1 >= this.shapes.length) throw this.err("bad_shape", at, `shape ${s} is not defined yet`);
+      shape = this.shapes[s - 1];
+    }
+    this.enter(at);
+    const k = valueCount(shape.kind, shape.fields);
+    if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
+    this.charge(cost.object(k), at);
+    const first = createsFirst(shape.kind);
+    let instance: unknown = null;
+    if (first) {
+      instance = shape.allowed === null
+        ? new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, [])
+        : Object.create(shape.allowed.cls?.prototype ?? Object.prototype);
+    }
+    const f = this.pushFrame(first ? F.ObjectFirst : F.ObjectAfter, at);
+    f.shape = shape;
+    f.container = instance;
+    f.values = [];
+    f.remaining = k;
+    if (trackOff >= 0) {
+      if (first) this.record(trackOff, instance);
+      else {
+        f.trackOff = trackOff;
+        (this.incomplete ??= new Set()).add(trackOff);
+      }
+    }
+    return PENDING;
+  }
+
+  private shapeDefinition(at: number): Shape {
+    const start = this.pos;
+    const module = this.nameAt(false);
+    const qualname = this.nameAt(false);
+    if (this.pos >= this.end) throw this.err("truncated", this.end);
+    const kindAt = this.pos;
+    const kindByte = this.buf[this.pos++];
+    if (kindByte >= OBJECT_KINDS.length) throw this.err("bad_shape", kindAt, `object kind ${kindByte} is not defined`);
+    const kind: ObjectKind = OBJECT_KINDS[kindByte];
+    let fields: string[] | null = null;
+    if (kind === "ATTRS" || kind === "TUPLE_FIELDS") {
+      const countAt = this.pos;
+      const n = this.varint();
+      if (typeof n !== "number" || n > MAX_FIELDS) throw this.err("bad_shape", countAt, `${n} fields is above ${MAX_FIELDS}`);
+      if (n > Math.floor((this.end - this.pos) / 2)) throw this.err("length_too_large", countAt, `shape declares ${n} fields`);
+      fields = [];
+      const seen = new Set<string>();
+      for (let i = 0; i < n; i++) {
+        const nameAt = this.pos;
+        const name = this.nameAt(true);
+        if (seen.has(name)) throw this.err("bad_shape", nameAt, `field ${JSON.stringify(name)} is repeated`);
+        seen.add(name);
+        fields.push(name);
+      }
+    }
+    this.charge(cost.shape(this.pos - start), at);
+    const allowed = this.resolve(module, qualname, kind, fields, at);
+    const shape: Shape = { module, qualname, kind, fields, allowed };
+    this.shapes.push(shape);
+    return shape;
+  }
+
+  private resolve(module: string, qualname: string, kind: ObjectKind, fields: string[] | null, at: number): AllowedClass | null {
+    const name = `${module}:${qualname}`;
+    const allowed = this.options.types?.find((t) => t.name === name);
+    if (allowed === undefined) {
+      if (this.options.placeholders) return null;
+      const e = new ClassNotAllowedError(at - this.delta, module, qualname);
+      throw e;
+    }
+    if (allowed.kind !== kind) throw this.err("bad_shape", at, `${name} is not written as ${kind}`);
+    if (allowed.fields !== undefined && fields !== null) {
+      if (this.options.unknownFields === "error") {
+        const unknown = fields.find((f) => !allowed.fields!.includes(f));
+        if (unknown !== undefined) throw this.err("unknown_field", at, `${name} has no field ${unknown}`);
+      }
+      const missing = allowed.fields.find((f) => !fields.includes(f));
+      if (missing !== undefined) throw this.err("missing_field", at, `${name} needs field ${missing}`);
+    }
+    return allowed;
+  }
+
+  private fillObject(f: Frame): void {
+    const shape = f.shape!;
+    const obj = f.container;
+    const values = f.values!;
+    if (shape.allowed === null) {
+      (obj as Placeholder).values = values;
+      return;
+    }
+    if (shape.kind === "ATTRS") {
+      shape.fields!.forEach((name, i) => {
+        if (shape.allowed!.fields === undefined || shape.allowed!.fields.includes(name)) obj[name] = values[i];
+      });
+      return;
+    }
+    // STATE
+    const state = values[0];
+    try {
+      if (typeof obj.__setstate__ === "function") obj.__setstate__(state);
+      else if (state instanceof Map) for (const [k, v] of state) obj[String(k)] = v;
+      else throw new Error("the default state must be a dict");
+    } catch (e) {
+      throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname} refused its state: ${(e as Error).message}`);
+    }
+  }
+
+  private buildObject(f: Frame): unknown {
+    const shape = f.shape!;
+    const values = f.values!;
+    const allowed = shape.allowed;
+    if (allowed === null) return new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+    try {
+      switch (shape.kind) {
+        case "TUPLE_FIELDS": {
+          if (allowed.decode) return allowed.decode(values);
+          const obj = Object.create(allowed.cls?.prototype ?? Object.prototype);
+          shape.fields!.forEach((name, i) => { obj[name] = values[i]; });
+          return obj;
+        }
+        case "ENUM": {
+          const member = allowed.decode ? allowed.decode(values[0]) : allowed.cls?.fromValue?.(values[0]);
+          if (member === undefined) throw new Error(`no member has the value ${String(values[0])}`);
+          return member;
+        }
+        case "CUSTOM":
+          if (!allowed.decode) throw new Error("no decode function was given");
+          return allowed.decode(values[0]);
+        case "ATTRS":
+        case "STATE":
+          throw new Error("create-first kinds are filled, not built");
+      }
+    } catch (e) {
+      throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname} refused its values: ${(e as Error).message}`);
+    }
+  }
+}
+
+function unzigzagInt(z: number | bigint): number | bigint {
+  if (typeof z === "number") return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  const n = (z >> 1n) ^ -(z & 1n);
+  return n >= -9007199254740991n && n <= 9007199254740991n ? Number(n) : n;
+}
+
+function describe(v: unknown): string {
+  if (v instanceof Map) return "a dict";
+  if (v instanceof Set) return "a set";
+  if (Array.isArray(v)) return v instanceof Tuple ? "a tuple holding an unhashable value" : "a list";
+  if (v instanceof ByteArray) return "a bytearray";
+  return "an unhashable value";
+}
+
+export { keyProblem };
