@@ -338,7 +338,10 @@ class Encoder {
     // Kinds in the order their classes must be tested (subclasses first).
     if (Array.isArray(v)) {
       if (v instanceof Tuple) return this.builtAfter(v, useMemo && v.length > 0, () => this.tuple(v));
-      return this.createdFirst(v, useMemo, () => this.list(v));
+      this.begin(v, useMemo);
+      this.list(v);
+      if (this.active !== null) this.active.delete(v);
+      return;
     }
     if (v instanceof Uint8Array) {
       if (v instanceof ByteArray) return this.scalar(v, useMemo, () => this.bytes(v, 0x6b, 1));
@@ -349,7 +352,10 @@ class Encoder {
       if (v instanceof OrderedDict || v instanceof Counter || v instanceof DefaultDict) {
         return this.createdFirst(v, useMemo, () => this.mapComposite(v));
       }
-      return this.createdFirst(v, useMemo, () => this.dict(v, this.sortKeys));
+      this.begin(v, useMemo);
+      this.dict(v, this.sortKeys);
+      if (this.active !== null) this.active.delete(v);
+      return;
     }
     if (v instanceof Set) {
       if (v instanceof FrozenSet) return this.builtAfter(v, useMemo, () => this.set(v, 0x75));
@@ -384,10 +390,21 @@ class Encoder {
     }
     if (v instanceof FreshList) return this.list(v.items);
     const proto = Object.getPrototypeOf(v);
-    if (proto === Object.prototype || proto === null) return this.createdFirst(v, useMemo, () => this.plainObject(v as Record<string, unknown>));
+    if (proto === Object.prototype || proto === null) {
+      this.begin(v, useMemo);
+      this.plainObject(v as Record<string, unknown>);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
     const allowed = this.typesByProto?.get(proto);
     if (allowed) return this.classInstance(v, allowed, useMemo);
     this.fail(`cannot write an instance of ${(v as object).constructor?.name ?? "an unknown class"} (not in types)`);
+  }
+
+  /** A created-first object: memoized before its children are written (spec 6.4 rule 4). */
+  private begin(v: object, useMemo: boolean): void {
+    if (useMemo) this.memo!.set(v, this.here);
+    if (this.active !== null) this.active.add(v);
   }
 
   private scalar(v: object, useMemo: boolean, write: () => void): void {
@@ -778,14 +795,27 @@ function checkOptions(options: EncodeOptions): void {
   }
 }
 
+function walk(enc: Encoder, value: unknown): void {
+  try {
+    enc.value(value);
+  } catch (e) {
+    // The encoder recurses once per level; a graph deeper than the JS stack allows fails
+    // cleanly instead of with a bare RangeError.
+    if (e instanceof RangeError && /call stack/.test(e.message)) {
+      throw new EncodeError("nesting deeper than the JS call stack allows (lower maxDepth)", "root");
+    }
+    throw e;
+  }
+}
+
 function encodePlain(value: unknown, options: EncodeOptions): { payload: Uint8Array; buffers: Uint8Array[] } {
   checkOptions(options);
   let enc = new Encoder(options, value, new Set());
-  enc.value(value);
+  walk(enc, value);
   if (enc.copies.size > 0) {
     // Second pass (spec 6.5): the same walk, with SUPERSEDE before the copies.
     enc = new Encoder(options, value, enc.copies);
-    enc.value(value);
+    walk(enc, value);
   }
   return { payload: enc.out.slice(0, enc.pos), buffers: enc.buffers };
 }
