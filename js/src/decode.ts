@@ -7,7 +7,7 @@ import { VarintReader } from "./varint.js";
 import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, type ObjectKind } from "./types.js";
-import { ExtCode } from "./ext/base.js";
+import { ExtCode, EXT_NAMES } from "./ext/base.js";
 import { parseExtBlob, isBlobCode, compositeValueCount, createComposite, finishComposite, buildComposite } from "./ext/index.js";
 import { InvalidExt } from "./ext/blob_reader.js";
 import { parseOutOfBand, fortranToC } from "./ext/out_of_band.js";
@@ -62,6 +62,52 @@ class Frame {
   values: unknown[] | null = null;
   /** SUPERSEDE: whether A is complete. */
   gotA = false;
+  /** When tracing: the event of this value. */
+  event: TraceEvent | null = null;
+}
+
+/** What a traced value is (amber inspect's kinds). */
+export type TraceInfo =
+  | ["scalar"]
+  | ["data", number]
+  | ["container", number]
+  | ["packed", number]
+  | ["tuple_list", number, number]
+  | ["ext", string, number | null]
+  | ["object", number, boolean, [string, string, ObjectKind, readonly string[] | null]]
+  | ["ref", number, number]
+  | ["supersede"];
+
+/** One value as the decoder met it; offsets are absolute (body offsets in a decompressed
+ * body). `end` and `value` stay null/undefined for a value the decode failed inside. */
+export interface TraceEvent {
+  offset: number;
+  end: number | null;
+  depth: number;
+  tag: number;
+  name: string;
+  headEnd: number | null;
+  tracked: number | null;
+  info: TraceInfo | null;
+  value: unknown;
+}
+
+export const TAG_NAMES: Record<number, string> = {
+  0x68: "STR", 0x69: "STR_SURROGATES", 0x6a: "BYTES", 0x6b: "BYTEARRAY", 0x6c: "INT", 0x6d: "BIGINT",
+  0x6e: "FLOAT64", 0x6f: "FLOAT32", 0x70: "COMPLEX", 0x71: "LIST", 0x72: "TUPLE", 0x73: "DICT", 0x74: "SET",
+  0x75: "FROZENSET", 0x76: "EXT", 0x77: "OBJECT", 0x78: "PACKED_INT_LIST", 0x79: "PACKED_FLOAT_LIST",
+  0x7c: "TUPLE_LIST", 0x90: "NONE", 0x91: "FALSE", 0x92: "TRUE", 0x93: "REF", 0x94: "SUPERSEDE",
+};
+
+export function tagName(tag: number): string {
+  if (tag < 0x40) return "SMALL_INT";
+  if (tag >= 0x80 && tag < 0x90) return "SMALL_NEG";
+  const code = tag & 0x40 ? tag & 0x7f : tag;
+  if (code >= 0x40 && code < 0x58) return "SHORT_STR";
+  if (code >= 0x58 && code < 0x5c) return "SHORT_LIST";
+  if (code >= 0x5c && code < 0x60) return "SHORT_TUPLE";
+  if (code >= 0x60 && code < 0x68) return "SHORT_DICT";
+  return TAG_NAMES[code] ?? "RESERVED";
 }
 
 const PENDING = Symbol("pending");
@@ -89,6 +135,13 @@ export class BodyDecoder {
   private hashWork = 0;
   private hashBudget: number;
   private fingerprints = new Map<object, string>();
+  /** When set, every value met is recorded here (amber inspect). */
+  tracer: TraceEvent[] | null = null;
+  private trackedIndex = new Map<number, number>();
+  /** Where the head of the value just read ends (its data follows), or -1. */
+  private headPos = -1;
+  private lastRef = 0;
+  private lastShape: [number, boolean] = [0, false];
 
   constructor(
     buf: Uint8Array, start: number, end: number, errorBase: number,
@@ -238,6 +291,18 @@ export class BodyDecoder {
 
   /** Closes the top frame and returns its value. */
   private finish(f: Frame): unknown {
+    if (f.event !== null) {
+      const ev = f.event;
+      f.event = null;
+      const v = this.finishFrame(f);
+      ev.end = this.pos - this.delta;
+      ev.value = v;
+      return v;
+    }
+    return this.finishFrame(f);
+  }
+
+  private finishFrame(f: Frame): unknown {
     this.sp--;
     switch (f.type) {
       case F.List:
@@ -324,8 +389,69 @@ export class BodyDecoder {
     return this.hashWork > this.hashBudget ? null : fp;
   }
 
-  /** Reads one value: returns it, or PENDING after opening a frame for a container. */
   private value(): unknown {
+    return this.tracer === null ? this.untracedValue() : this.tracedValue();
+  }
+
+  private tracedValue(): unknown {
+    const at = this.pos;
+    const tag = at < this.end ? this.buf[at] : -1;
+    const ev: TraceEvent = {
+      offset: at - this.delta, end: null, depth: this.depth, tag, name: tag < 0 ? "" : tagName(tag), headEnd: null,
+      tracked: null, info: null, value: undefined,
+    };
+    if (tag < 0) return this.untracedValue();
+    const reserved = ev.name === "RESERVED";
+    if ((tag & 0xc0) === 0xc0 && !reserved) {
+      ev.tracked = this.trackedIndex.size;
+      this.trackedIndex.set(at - this.bodyStart, ev.tracked);
+    }
+    if (!reserved) this.tracer!.push(ev);
+    this.headPos = -1;
+    const v = this.untracedValue();
+    const code = tag & 0x40 ? tag & 0x7f : tag;
+    if (v === PENDING) {
+      const f = this.stack[this.sp - 1];
+      f.event = ev;
+      ev.headEnd = this.pos - this.delta;
+      switch (f.type) {
+        case F.TupleList: ev.info = ["tuple_list", f.remaining, f.arity]; break;
+        case F.Supersede: ev.info = ["supersede"]; break;
+        case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
+        case F.ObjectFirst: case F.ObjectAfter: {
+          const sh = f.shape!;
+          ev.info = ["object", this.lastShape[0], this.lastShape[1], [sh.module, sh.qualname, sh.kind, sh.fields]];
+          break;
+        }
+        case F.Dict: case F.List: case F.Tuple: case F.Set: case F.FrozenSet:
+          ev.info = ["container", f.remaining];
+          break;
+      }
+      return v;
+    }
+    ev.end = this.pos - this.delta;
+    ev.value = v;
+    ev.headEnd = this.headPos >= 0 ? this.headPos - this.delta : ev.end;
+    if (tag === 0x93) {
+      ev.info = ["ref", this.lastRef + this.bodyStart - this.delta, this.trackedIndex.get(this.lastRef) ?? -1];
+    } else if (code === 0x78 || code === 0x79) {
+      ev.info = ["packed", (v as unknown[]).length];
+    } else if (code === 0x7c) {
+      ev.info = ["tuple_list", 0, 0];
+    } else if (code === 0x76) {
+      ev.info = ["ext", EXT_NAMES[this.buf[at + 1]], ev.end - ev.headEnd];
+    } else if ((code >= 0x58 && code < 0x68) || (code >= 0x71 && code <= 0x75)) {
+      ev.info = ["container", 0];
+    } else if ((code >= 0x40 && code < 0x58) || (code >= 0x68 && code <= 0x6b) || code === 0x6d) {
+      ev.info = ["data", ev.end - ev.headEnd];
+    } else {
+      ev.info = ["scalar"];
+    }
+    return v;
+  }
+
+  /** Reads one value: returns it, or PENDING after opening a frame for a container. */
+  private untracedValue(): unknown {
     const buf = this.buf;
     const at = this.pos;
     if (at >= this.end) throw this.err("truncated", this.end);
@@ -378,6 +504,7 @@ export class BodyDecoder {
         const n = this.lengthVarint();
         if (n > this.end - this.pos) throw this.err("truncated", at);
         this.charge(code === 0x6b ? cost.bytearray(n) : cost.bytes(n), at);
+        this.headPos = this.pos;
         const bytes = this.buf.slice(this.pos, this.pos + n);
         this.pos += n;
         v = code === 0x6b ? new ByteArray(bytes.buffer, 0, n) : bytes;
@@ -470,6 +597,7 @@ export class BodyDecoder {
   private str(n: number, at: number, start: number, surrogates: boolean): string {
     if (n > this.end - start) throw this.err("truncated", at);
     this.charge(cost.str(n), at);
+    this.headPos = start;
     const end = start + n;
     this.pos = end;
     const buf = this.buf;
@@ -500,6 +628,7 @@ export class BodyDecoder {
     if ((last === 0x00 && prev < 0x80) || (last === 0xff && prev >= 0x80)) {
       throw this.err("noncanonical_int", at, "BIGINT has a redundant sign byte");
     }
+    this.headPos = start;
     let v = 0n;
     for (let i = start + n - 1; i >= start; i--) v = (v << 8n) | BigInt(buf[i]);
     if (last & 0x80) v -= 1n << BigInt(8 * n);
@@ -589,6 +718,7 @@ export class BodyDecoder {
 
   private packedInts(n: number, at: number): unknown[] {
     this.charge(cost.list(n), at);
+    this.headPos = this.pos;
     const out: unknown[] = new Array(n);
     const buf = this.buf;
     let pos = this.pos;
@@ -614,6 +744,7 @@ export class BodyDecoder {
 
   private packedFloats(n: number, at: number): unknown[] {
     this.charge(cost.packedFloatList(n), at);
+    this.headPos = this.pos;
     const out: unknown[] = new Array(n);
     const view = this.view;
     let pos = this.pos;
@@ -652,6 +783,7 @@ export class BodyDecoder {
   private reference(at: number): unknown {
     const t = this.varint();
     const r = at - this.bodyStart;
+    if (typeof t === "number") this.lastRef = t;
     if (typeof t !== "number" || t >= r) throw this.err("bad_reference", at, `REF to ${t} does not point backwards`);
     if (this.incomplete !== null && this.incomplete.has(t)) {
       throw this.err("incomplete_reference", at, `REF to ${t}, a value still being built`);
@@ -668,6 +800,7 @@ export class BodyDecoder {
       const n = this.lengthVarint();
       if (n > this.end - this.pos) throw this.err("truncated", at);
       this.charge(cost.extBlob(n), at);
+      this.headPos = this.pos;
       const blob = this.buf.slice(this.pos, this.pos + n);
       this.pos += n;
       let v: unknown;
@@ -747,9 +880,11 @@ export class BodyDecoder {
     let shape: Shape;
     if (s === 0) {
       shape = this.shapeDefinition(at);
+      this.lastShape = [this.shapes.length - 1, true];
     } else {
       if (typeof s !== "number" || s - 1 >= this.shapes.length) throw this.err("bad_shape", at, `shape ${s} is not defined yet`);
       shape = this.shapes[s - 1];
+      this.lastShape = [s - 1, false];
     }
     this.enter(at);
     const k = valueCount(shape.kind, shape.fields);

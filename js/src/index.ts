@@ -18,3 +18,7 @@ export { IpAddress, IpNetwork, IpInterface } from "./ext/ip.js";
 export { NDArray, NumpyScalar } from "./ext/ndarray.js";
 export { Deque, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice } from "./ext/composite.js";
 export { OOB_THRESHOLD } from "./ext/out_of_band.js";
+export { trace, inspectLines, stats, statsLines, type Trace } from "./inspect.js";
+export type { TraceEvent, TraceInfo } from "./decode.js";
+export { toJson } from "./json.js";
+export { pyRepr, pyFloatRepr, decimalText } from "./pyrepr.js";
