@@ -4,11 +4,11 @@
 
 /** Python tuple: an Array subclass, so it reads like an array but is written as a TUPLE. */
 export class Tuple<T = unknown> extends Array<T> {
-  static override get [Symbol.species]() { return Array; }
+
   /** A tuple of the given items (Tuple.of(1) is the one-item tuple, unlike new Tuple(1)). */
   static fromItems<T>(items: readonly T[]): Tuple<T> {
-    const t = new Tuple<T>();
-    for (let i = 0; i < items.length; i++) t.push(items[i]);
+    const t = new Tuple<T>(items.length);
+    for (let i = 0; i < items.length; i++) t[i] = items[i];
     return t;
   }
 }

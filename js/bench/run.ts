@@ -1,0 +1,146 @@
+// Node timings of amber (this package) against msgpackr (plain and with its record
+// extension), @msgpack/msgpack, cbor-x and JSON on the seed payloads, in one run, so the
+// ratios compare like with like. Every codec encodes and decodes the same logical data:
+// amber its own mapping (Maps, tuples, placeholders), the others the plain JS form of it
+// (objects, arrays), which is what they are made for.
+
+import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { Packr } from "msgpackr";
+import * as msgpack from "@msgpack/msgpack";
+import { Encoder as CborEncoder } from "cbor-x";
+import { decode, encode, Tuple, Float, Placeholder, Complex } from "../src/index.js";
+
+interface Codec {
+  name: string;
+  encode(v: unknown): Uint8Array | string;
+  decode(b: Uint8Array | string): unknown;
+  /** Which form of the data it takes: amber's own, or plain JS. */
+  form: "amber" | "plain";
+}
+
+const plainPackr = new Packr({ useRecords: false });
+const recordPackr = new Packr({ useRecords: true });
+const cbor = new CborEncoder({ useRecords: false });
+
+const codecs: Codec[] = [
+  { name: "amber", form: "amber", encode: (v) => encode(v), decode: (b) => decode(b as Uint8Array, { placeholders: true }) },
+  { name: "amber (dicts: object)", form: "amber", encode: (v) => encode(v), decode: (b) => decode(b as Uint8Array, { placeholders: true, dicts: "object" }) },
+  { name: "msgpackr", form: "plain", encode: (v) => plainPackr.pack(v), decode: (b) => plainPackr.unpack(b as Uint8Array) },
+  { name: "msgpackr records", form: "plain", encode: (v) => recordPackr.pack(v), decode: (b) => recordPackr.unpack(b as Uint8Array) },
+  { name: "@msgpack/msgpack", form: "plain", encode: (v) => msgpack.encode(v, { useBigInt64: true }), decode: (b) => msgpack.decode(b as Uint8Array, { useBigInt64: true }) },
+  { name: "cbor-x", form: "plain", encode: (v) => cbor.encode(v), decode: (b) => cbor.decode(b as Uint8Array) },
+  { name: "JSON", form: "plain", encode: (v) => JSON.stringify(v), decode: (b) => JSON.parse(b as string) },
+];
+
+/** The plain JS form of an amber value: objects for str-keyed dicts, arrays for tuples,
+ * numbers for floats, objects of fields for class instances. */
+function plain(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return v;
+  if (v instanceof Float) return v.value;
+  if (v instanceof Complex) return [v.re, v.im];
+  if (v instanceof Uint8Array) return v;
+  if (Array.isArray(v)) return Array.from(v as unknown[], plain);
+  if (v instanceof Map) {
+    if ([...v.keys()].every((k) => typeof k === "string")) {
+      const o: Record<string, unknown> = {};
+      for (const [k, x] of v) o[k as string] = plain(x);
+      return o;
+    }
+    return [...v].map(([k, x]) => [plain(k), plain(x)]);
+  }
+  if (v instanceof Set) return [...v].map(plain);
+  if (v instanceof Placeholder) {
+    if (v.fields === null) return plain(v.values[0]);
+    const o: Record<string, unknown> = {};
+    v.fields.forEach((f, i) => { o[f] = plain(v.values[i]); });
+    return o;
+  }
+  return String(v);
+}
+
+/** Seconds per call: the best of several batches, each long enough to time. */
+function time(fn: () => unknown, budget = 0.25): number {
+  let n = 1;
+  for (;;) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) fn();
+    const dt = Number(process.hrtime.bigint() - t0) / 1e9;
+    if (dt > 0.02) break;
+    n *= 2;
+  }
+  let best = Infinity;
+  const deadline = Date.now() + budget * 1000;
+  do {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) fn();
+    best = Math.min(best, Number(process.hrtime.bigint() - t0) / 1e9 / n);
+  } while (Date.now() < deadline);
+  return best;
+}
+
+const fmt = (s: number) => (s >= 1e-3 ? `${(s * 1e3).toFixed(2)} ms` : `${(s * 1e6).toFixed(1)} µs`);
+
+function main(): void {
+  const [dir, out] = process.argv.slice(2);
+  const index: { name: string; description: string }[] = JSON.parse(readFileSync(join(dir, "index.json"), "utf8"));
+  const rows: string[] = [];
+  const ratios: { name: string; decode: number; decodeObject: number; encode: number; decodeRecords: number }[] = [];
+  for (const p of index) {
+    const bytes = new Uint8Array(readFileSync(join(dir, `${p.name}.amber`)));
+    const value = decode(bytes, { placeholders: true });
+    const plainValue = plain(value);
+    const results: Record<string, { enc: number; dec: number; size: number } | null> = {};
+    for (const c of codecs) {
+      const input = c.form === "amber" ? value : plainValue;
+      try {
+        const encoded = c.encode(input);
+        const again = c.decode(encoded);
+        if (again === undefined) throw new Error("decoded nothing");
+        results[c.name] = {
+          enc: time(() => c.encode(input)),
+          dec: time(() => c.decode(encoded)),
+          size: typeof encoded === "string" ? Buffer.byteLength(encoded) : encoded.length,
+        };
+      } catch {
+        results[c.name] = null; // the codec cannot represent this payload (JSON and bigints)
+      }
+    }
+    const a = results.amber!;
+    const ao = results["amber (dicts: object)"]!;
+    const peers = codecs.slice(2).map((c) => results[c.name]).filter((r): r is NonNullable<typeof r> => r !== null);
+    const bestDec = Math.min(...peers.map((r) => r.dec));
+    const bestEnc = Math.min(...peers.map((r) => r.enc));
+    const rec = results["msgpackr records"];
+    ratios.push({ name: p.name, decode: bestDec / a.dec, decodeObject: bestDec / ao.dec, encode: bestEnc / a.enc, decodeRecords: rec ? rec.dec / ao.dec : NaN });
+    const cell = (r: (typeof results)[string]) => (r ? `${fmt(r.dec)} / ${fmt(r.enc)} / ${r.size}` : "n/a");
+    rows.push(`| ${p.name} | ${codecs.map((c) => cell(results[c.name])).join(" | ")} |`);
+    console.log(`${p.name}: amber decode ${fmt(a.dec)}, encode ${fmt(a.enc)}; best peer decode ${fmt(bestDec)}, encode ${fmt(bestEnc)}`);
+  }
+  const geo = (xs: number[]) => Math.exp(xs.filter((x) => Number.isFinite(x)).reduce((s, x) => s + Math.log(x), 0) / xs.filter((x) => Number.isFinite(x)).length);
+  const md = [
+    "# amber in Node: against msgpackr, @msgpack/msgpack, cbor-x and JSON",
+    "",
+    `Node ${process.version}, ${new Date().toISOString().slice(0, 10)}; made by \`make js-bench\` (js/bench/run.ts). Payloads: bench/payloads.py at the`,
+    "given scale, written by the Python implementation; amber decodes them in JS (dicts as Maps, class instances",
+    "as placeholders) and the other codecs take the plain JS form of the same data (objects and arrays).",
+    "Each cell: decode / encode time per call (best of batches) / encoded bytes. JSON cannot hold bigints: n/a.",
+    "",
+    `| payload | ${codecs.map((c) => c.name).join(" | ")} |`,
+    `|---|${codecs.map(() => "---").join("|")}|`,
+    ...rows,
+    "",
+    "## Ratios (above 1: amber is faster)",
+    "",
+    "| payload | decode: fastest peer / amber | decode: fastest peer / amber (dicts: object) | decode: msgpackr records / amber (dicts: object) | encode: fastest peer / amber |",
+    "|---|---|---|---|---|",
+    ...ratios.map((r) => `| ${r.name} | ${r.decode.toFixed(2)} | ${r.decodeObject.toFixed(2)} | ${Number.isFinite(r.decodeRecords) ? r.decodeRecords.toFixed(2) : "n/a"} | ${r.encode.toFixed(2)} |`),
+    `| geometric mean | ${geo(ratios.map((r) => r.decode)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeObject)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeRecords)).toFixed(2)} | ${geo(ratios.map((r) => r.encode)).toFixed(2)} |`,
+    "",
+  ].join("\n");
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, md);
+  console.log(`wrote ${out}`);
+}
+
+main();
