@@ -200,7 +200,7 @@ export function signatureMatches(sealed: Sealed, macs: Uint8Array[]): void {
 const varints = new VarintReader();
 
 /** Steps 7 to 9: the timestamp, then the compression section; returns the body. */
-export function openSealed(sealed: Sealed, options: EnvelopeOptions & { maxAlloc?: number }): OpenBody {
+export function openSealed(sealed: Sealed, options: EnvelopeOptions & { maxAlloc?: number }, decompress = true): OpenBody {
   const data = sealed.data;
   if (sealed.signed && options.maxAge !== undefined) {
     if (sealed.timestamp === null) throw decodeError("timestamp_required", sealed.sigFlagsAt, "max_age needs a timestamped payload");
@@ -239,6 +239,12 @@ export function openSealed(sealed: Sealed, options: EnvelopeOptions & { maxAlloc
   if (pos >= end) throw decodeError("truncated", pos);
   const compressedData = data.subarray(pos, end);
   const dataAt = pos;
+  if (!decompress) {
+    info.compression = alg === 1 ? "zstd" : "lz4";
+    info.compressedSize = compressedData.length;
+    info.size = size;
+    return { buf: compressedData, start: 0, end: 0, errorBase: dataAt, decompressed: false, spent: 0, maxAlloc, info };
+  }
   let body: Uint8Array;
   try {
     body = alg === 1 ? zstdDecompress(compressedData, size) : lz4Decompress(compressedData, size);
