@@ -217,11 +217,19 @@ export class BodyDecoder {
     }
   }
 
+  /** A zigzag varint (INT, packed ints): the signed value, with no bigint for safe ones. */
+  private signedVarint(): number | bigint {
+    const vr = this.vr;
+    if (!vr.read(this.buf, this.pos, this.end)) vr.throwAt(this.pos - this.delta);
+    this.pos = vr.end;
+    return vr.signed;
+  }
+
   private varint(): number | bigint {
     const vr = this.vr;
     if (!vr.read(this.buf, this.pos, this.end)) vr.throwAt(this.pos - this.delta);
     this.pos = vr.end;
-    return vr.value;
+    return vr.exact;
   }
 
   private pushFrame(type: F, at: number): Frame {
@@ -606,8 +614,7 @@ export class BodyDecoder {
       }
       case 0x6c: {
         this.charge(cost.SCALAR, at);
-        const z = this.varint();
-        v = unzigzagInt(z);
+        v = this.signedVarint();
         break;
       }
       case 0x6d:
@@ -844,7 +851,7 @@ export class BodyDecoder {
         v = (b0 & 1) ? -((b0 + 1) >> 1) : b0 >> 1;
       } else {
         this.pos = pos;
-        v = unzigzagInt(this.varint());
+        v = this.signedVarint();
         pos = this.pos;
       }
       if (typeof v !== "number" || v < SMALL_INT_MIN || v > SMALL_INT_MAX) this.charge(cost.SCALAR, itemAt);
@@ -1133,11 +1140,6 @@ export class BodyDecoder {
   }
 }
 
-function unzigzagInt(z: number | bigint): number | bigint {
-  if (typeof z === "number") return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
-  const n = (z >> 1n) ^ -(z & 1n);
-  return n >= -9007199254740991n && n <= 9007199254740991n ? Number(n) : n;
-}
 
 function describe(v: unknown): string {
   if (v instanceof Map) return "a dict";

@@ -4,6 +4,7 @@
 
 import { EncodeError } from "./errors.js";
 import { hasLoneSurrogate, encodeUtf8Surrogates, writeUtf8 } from "./utf8.js";
+import { zigzagBig } from "./varint.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, type ObjectKind, OBJECT_KINDS } from "./types.js";
 import { ExtBlobValue, ExtCode } from "./ext/base.js";
 import { PyArray } from "./ext/array.js";
@@ -36,6 +37,7 @@ const f64 = new Float64Array(1);
 const f64bytes = new Uint8Array(f64.buffer);
 const f32 = new Float32Array(1);
 const f32bytes = new Uint8Array(f32.buffer);
+const f64view = new DataView(new ArrayBuffer(8));
 
 /** A value of ARRAY typecode for each JS typed array class. */
 const TYPED_ARRAY_CODES: [Function, string][] = [
@@ -147,6 +149,18 @@ class Encoder {
       out[this.pos++] = v;
       return;
     }
+    if (v < 0x10000000000000000n) {
+      // A 64-bit code: its 7-bit groups from the two 32-bit halves, no BigInt arithmetic.
+      f64view.setBigUint64(0, v, true);
+      let lo = f64view.getUint32(0, true), hi = f64view.getUint32(4, true);
+      while (hi !== 0 || lo >= 128) {
+        out[this.pos++] = (lo & 0x7f) | 0x80;
+        lo = ((lo >>> 7) | ((hi & 0x7f) << 25)) >>> 0;
+        hi >>>= 7;
+      }
+      out[this.pos++] = lo;
+      return;
+    }
     while (v >= 128n) {
       out[this.pos++] = Number(v & 0x7fn) | 0x80;
       v >>= 7n;
@@ -194,7 +208,7 @@ class Encoder {
     }
     if (v >= I64_MIN && v <= I64_MAX) {
       this.byte(0x6c);
-      this.varint(v >= 0n ? v << 1n : ((-v) << 1n) - 1n);
+      this.varint(zigzagBig(v));
       return;
     }
     // BIGINT: the smallest n with -2^(8n-1) <= v < 2^(8n-1).
@@ -496,7 +510,7 @@ class Encoder {
     for (let i = 0; i < n; i++) {
       const x = v[i] as number | bigint;
       if (typeof x === "number") this.varint(x >= 0 ? x * 2 : -x * 2 - 1);
-      else this.varint(x >= 0n ? x << 1n : ((-x) << 1n) - 1n);
+      else this.varint(zigzagBig(x));
     }
     this.depth--;
     return true;

@@ -225,7 +225,7 @@ export function openSealed(sealed: Sealed, options: EnvelopeOptions & { maxAlloc
   if (alg !== 1 && alg !== 2) throw decodeError("unknown_compression", algAt, `compression algorithm ${alg} is not defined (1 is zstd, 2 is lz4)`);
   const sizeAt = pos;
   if (!varints.read(data, pos, end)) varints.throwAt(sizeAt);
-  const declared = varints.value;
+  const declared = varints.exact;
   pos = varints.end;
   if (declared === 0) throw decodeError("bad_envelope", sizeAt, "the decompressed size is 0");
   if (options.maxDecompressed !== undefined && declared > options.maxDecompressed) {
@@ -276,7 +276,7 @@ export function envelopeInfo(data: Uint8Array): EnvelopeInfo {
     if (alg !== 1 && alg !== 2) throw decodeError("unknown_compression", pos);
     if (!varints.read(data, pos + 1, sealed.contentEnd)) varints.throwAt(pos + 1);
     info.compression = alg === 1 ? "zstd" : "lz4";
-    info.size = Number(varints.value);
+    info.size = Number(varints.exact);
     info.compressedSize = sealed.contentEnd - varints.end;
   }
   return info;

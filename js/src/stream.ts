@@ -104,7 +104,7 @@ export class StreamReader {
         if (this.vr.failure === 1 && !atEnd) return;
         try { this.vr.throwAt(at); } catch (e) { fail(e as DecodeError, this.index); }
       }
-      const L = this.vr.value;
+      const L = this.vr.exact;
       const P = this.vr.end;
       if (L === 0) {
         if (P < buf.length) fail(decodeError("trailing_bytes", this.base + P, "bytes follow the end marker"), this.index);

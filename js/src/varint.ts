@@ -12,6 +12,22 @@ export class VarintReader {
   value: number | bigint = 0;
   end = 0;
   failure: VarintFailure | 0 = 0;
+  /** For a value beyond 2^53 (`value` is then the BIG marker): its 32-bit halves. Callers
+   * that want a bigint call big(); zigzag decoding reads the halves directly. */
+  lo = 0;
+  hi = 0;
+
+  /** The value as a number or bigint (resolving the BIG marker). */
+  get exact(): number | bigint {
+    return this.value === BIG ? fromHalves(this.lo, this.hi) : this.value;
+  }
+
+  /** The zigzag-decoded value: a number when it is a safe integer, else a bigint. */
+  get signed(): number | bigint {
+    const v = this.value;
+    if (v !== BIG) return typeof v === "number" ? (v % 2 === 0 ? v / 2 : -(v + 1) / 2) : v;
+    return unzigzagHalves(this.lo, this.hi);
+  }
 
   /** Reads the varint at `pos`, stopping at `limit`. Returns false on failure. */
   read(buf: Uint8Array, pos: number, limit: number): boolean {
@@ -46,7 +62,10 @@ export class VarintReader {
         if (value <= Number.MAX_SAFE_INTEGER) {
           this.value = value;
         } else {
-          this.value = exactBig(buf, start, pos);
+          const h = halves(buf, start, pos);
+          this.lo = h[0];
+          this.hi = h[1];
+          this.value = BIG;
         }
         return true;
       }
@@ -71,10 +90,87 @@ export class VarintReader {
   }
 }
 
+const scratch = new DataView(new ArrayBuffer(8));
+
+/** Marks a varint beyond 2^53 whose halves are in lo and hi. */
+export const BIG = -1;
+
+function fromHalves(lo: number, hi: number): bigint {
+  scratch.setUint32(0, lo, true);
+  scratch.setUint32(4, hi, true);
+  return scratch.getBigUint64(0, true);
+}
+
+function unzigzagHalves(lo: number, hi: number): number | bigint {
+  const neg = lo & 1;
+  let nlo = ((lo >>> 1) | ((hi & 1) << 31)) >>> 0;
+  let nhi = hi >>> 1;
+  // |n| < 2^53 exactly when the magnitude's high half is below 2^21.
+  if (nhi < 0x200000) {
+    const n = neg ? -(nhi * 4294967296 + nlo) - 1 : nhi * 4294967296 + nlo;
+    if (Number.isSafeInteger(n)) return n;
+  }
+  if (neg) {
+    nlo = ~nlo >>> 0;
+    nhi = ~nhi >>> 0;
+  }
+  scratch.setUint32(0, nlo, true);
+  scratch.setUint32(4, nhi, true);
+  return scratch.getBigInt64(0, true);
+}
+
+/** The 64-bit value of the varint bytes, as its low and high 32-bit halves. */
+function halves(buf: Uint8Array, start: number, end: number): [number, number] {
+  let lo = 0, hi = 0;
+  for (let i = 0; i < end - start; i++) {
+    const g = buf[start + i] & 0x7f;
+    const s = 7 * i;
+    if (s < 32) {
+      lo |= g << s;
+      if (s + 7 > 32) hi |= g >>> (32 - s);
+    } else {
+      hi |= g << (s - 32);
+    }
+  }
+  return [lo >>> 0, hi >>> 0];
+}
+
+/** A varint beyond 2^53 as a bigint, made natively from its halves (no BigInt arithmetic
+ * per group: record payloads of 64-bit ids would pay it per value). */
 function exactBig(buf: Uint8Array, start: number, end: number): bigint {
-  let v = 0n;
-  for (let i = end - 1; i >= start; i--) v = (v << 7n) | BigInt(buf[i] & 0x7f);
-  return v;
+  const [lo, hi] = halves(buf, start, end);
+  scratch.setUint32(0, lo, true);
+  scratch.setUint32(4, hi, true);
+  return scratch.getBigUint64(0, true);
+}
+
+/** Zigzag-decodes a 64-bit code given as a bigint, without BigInt arithmetic. */
+export function unzigzagBig(z: bigint): number | bigint {
+  scratch.setBigUint64(0, z, true);
+  const lo = scratch.getUint32(0, true), hi = scratch.getUint32(4, true);
+  const neg = lo & 1;
+  let nlo = ((lo >>> 1) | ((hi & 1) << 31)) >>> 0;
+  let nhi = hi >>> 1;
+  if (neg) {
+    nlo = ~nlo >>> 0;
+    nhi = ~nhi >>> 0;
+  }
+  scratch.setUint32(0, nlo, true);
+  scratch.setUint32(4, nhi, true);
+  const n = scratch.getBigInt64(0, true);
+  return n >= -9007199254740991n && n <= 9007199254740991n ? Number(n) : n;
+}
+
+/** The zigzag code of an i64 bigint, without BigInt arithmetic. */
+export function zigzagBig(n: bigint): bigint {
+  scratch.setBigInt64(0, n, true);
+  const lo = scratch.getUint32(0, true), hi = scratch.getUint32(4, true);
+  const sign = hi >>> 31 ? 0xffffffff : 0;
+  const zlo = ((lo << 1) ^ sign) >>> 0;
+  const zhi = (((hi << 1) | (lo >>> 31)) ^ sign) >>> 0;
+  scratch.setUint32(0, zlo, true);
+  scratch.setUint32(4, zhi, true);
+  return scratch.getBigUint64(0, true);
 }
 
 /** Zigzag-decodes a varint value into a signed int (number when safe, else bigint). */

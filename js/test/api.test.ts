@@ -184,3 +184,15 @@ test("streams: a reader fed one byte at a time finds the same messages", () => {
   [...cut.messages()];
   assert.throws(() => cut.end(), (e: unknown) => e instanceof DecodeError && e.kind === "truncated" && e.messageIndex === values.length);
 });
+
+test("ints: number exactly while safe, bigint beyond, at every boundary and in packed lists", () => {
+  const edges = [0n, 63n, 64n, -16n, -17n, 2n ** 53n - 1n, -(2n ** 53n) + 1n, 2n ** 53n, -(2n ** 53n), 2n ** 53n + 1n,
+    -(2n ** 53n) - 1n, 2n ** 63n - 1n, -(2n ** 63n), 2n ** 63n, -(2n ** 63n) - 1n, 2n ** 64n, -(2n ** 200n)];
+  for (const v of edges) {
+    const want = v >= -(2n ** 53n) + 1n && v <= 2n ** 53n - 1n ? Number(v) : v;
+    assert.equal(decode(encode(v)), want, `int ${v}`);
+    assert.deepEqual(decode(encode([v, v, v, v])), [want, want, want, want], `packed ${v}`);
+  }
+  // -2^63 as the spec writes it: zigzag 2^64 - 1.
+  assert.equal(decode(hexBytes("ab4101 6c ffffffffffffffffff01")), -(2n ** 63n));
+});

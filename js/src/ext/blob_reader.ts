@@ -35,7 +35,7 @@ export class BlobReader {
       throw this.invalid(`${field} varint is ${["", "cut short", "too long", "not minimal"][varints.failure]}`);
     }
     this.pos = varints.end;
-    return varints.value;
+    return varints.exact;
   }
 
   /** A varint that must fit a JS number (every such field is bounded well below 2^53). */
