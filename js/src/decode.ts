@@ -180,7 +180,9 @@ export class BodyDecoder {
   /** Where the head of the value just read ends (its data follows), or -1. */
   private headPos = -1;
   private lastRef = 0;
-  private lastShape: [number, boolean] = [0, false];
+  /** For tracing: the shape number of the last OBJECT, and whether it defined the shape. */
+  private lastShapeNumber = 0;
+  private lastShapeDefined = false;
 
   constructor(
     buf: Uint8Array, start: number, end: number, errorBase: number,
@@ -371,7 +373,7 @@ export class BodyDecoder {
       case F.ExtBuildAfter:
       case F.ObjectFirst:
       case F.ObjectAfter:
-        f.values!.push(v);
+        f.values![f.count - f.remaining] = v;
         return --f.remaining === 0;
     }
   }
@@ -522,7 +524,7 @@ export class BodyDecoder {
         case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
         case F.ObjectFirst: case F.ObjectAfter: {
           const sh = f.shape!;
-          ev.info = ["object", this.lastShape[0], this.lastShape[1], [sh.module, sh.qualname, sh.kind, sh.fields]];
+          ev.info = ["object", this.lastShapeNumber, this.lastShapeDefined, [sh.module, sh.qualname, sh.kind, sh.fields]];
           break;
         }
         case F.Dict: case F.ObjectDict: case F.List: case F.Tuple: case F.Set: case F.FrozenSet:
@@ -941,8 +943,9 @@ export class BodyDecoder {
     const f = this.pushFrame(created === null ? F.ExtBuildAfter : F.ExtCreateFirst, at);
     f.code = c;
     f.container = created;
-    f.values = [];
+    f.values = k === 0 ? [] : newArray(k);
     f.remaining = k;
+    f.count = k;
     if (trackOff >= 0) {
       if (created !== null) this.record(trackOff, created);
       else {
@@ -1000,28 +1003,33 @@ export class BodyDecoder {
     let shape: Shape;
     if (s === 0) {
       shape = this.shapeDefinition(at);
-      this.lastShape = [this.shapes.length - 1, true];
+      this.lastShapeNumber = this.shapes.length - 1;
+      this.lastShapeDefined = true;
     } else {
       if (typeof s !== "number" || s - 1 >= this.shapes.length) throw this.err("bad_shape", at, `shape ${s} is not defined yet`);
       shape = this.shapes[s - 1];
-      this.lastShape = [s - 1, false];
+      this.lastShapeNumber = s - 1;
+      this.lastShapeDefined = false;
     }
     this.enter(at);
     const k = valueCount(shape.kind, shape.fields);
     if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
     this.charge(cost.object(k), at);
     const first = createsFirst(shape.kind);
+    const values = k === 0 ? [] : newArray(k);
     let instance: unknown = null;
     if (first) {
+      // A placeholder holds the values array it is being filled with.
       instance = shape.allowed === null
-        ? new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, [])
+        ? new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values)
         : Object.create(shape.allowed.cls?.prototype ?? Object.prototype);
     }
     const f = this.pushFrame(first ? F.ObjectFirst : F.ObjectAfter, at);
     f.shape = shape;
     f.container = instance;
-    f.values = [];
+    f.values = values;
     f.remaining = k;
+    f.count = k;
     if (trackOff >= 0) {
       if (first) this.record(trackOff, instance);
       else {

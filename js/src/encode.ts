@@ -58,23 +58,48 @@ function fitsFloat32(x: number): boolean {
   return x === x && Object.is(Math.fround(x), x);
 }
 
-/** Everything the graph holds in more than one place (spec 5.10.1 rule 3), counted lazily. */
+/** How many places of the graph hold each tuple and Float (spec 5.10.1 rule 3: the items that
+ * could be shared, so that a list holding one is not packed or written as rows). Counted once,
+ * lazily, by a walk over every distinct container. */
 function countHolders(root: unknown, enc: Encoder): Map<object, number> {
   const counts = new Map<object, number>();
   const walked = new Set<object>();
-  const stack: unknown[] = [root];
-  const hold = (v: unknown) => {
-    if (typeof v === "object" && v !== null) {
-      counts.set(v, (counts.get(v) ?? 0) + 1);
-      if (!walked.has(v)) { walked.add(v); stack.push(v); }
+  const stack: object[] = [];
+  const hold = (v: unknown): void => {
+    if (typeof v !== "object" || v === null) return;
+    if (v instanceof Tuple || v instanceof Float) {
+      // The count doubles as the walked mark: one table lookup per tuple.
+      const n = counts.get(v);
+      counts.set(v, (n ?? 0) + 1);
+      if (n === undefined && v instanceof Tuple) stack.push(v);
+      return;
+    }
+    if (!walked.has(v)) {
+      walked.add(v);
+      stack.push(v);
     }
   };
-  const rootObj = root;
-  if (typeof rootObj === "object" && rootObj !== null) { counts.set(rootObj, 1); walked.add(rootObj); }
+  hold(root);
   while (stack.length) {
-    const v = stack.pop();
-    if (typeof v !== "object" || v === null) continue;
-    for (const child of enc.children(v)) hold(child);
+    const v = stack.pop()!;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) hold(v[i]);
+    } else if (v instanceof Map) {
+      for (const [k, x] of v) { hold(k); hold(x); }
+    } else if (v instanceof Set) {
+      for (const x of v) hold(x);
+    } else if (v instanceof Placeholder) {
+      for (const x of v.values) hold(x);
+    } else if (v instanceof Deque) {
+      for (const x of v.items) hold(x);
+    } else if (v instanceof Slice) {
+      hold(v.start); hold(v.stop); hold(v.step);
+    } else if (!(v instanceof ExtBlobValue || ArrayBuffer.isView(v) || v instanceof Complex || v instanceof Float || v instanceof Fraction || v instanceof Range)) {
+      const proto = Object.getPrototypeOf(v);
+      if (proto === Object.prototype || proto === null || enc.isRegistered(proto)) {
+        for (const k of Object.keys(v)) hold((v as Record<string, unknown>)[k]);
+      }
+    }
   }
   return counts;
 }
@@ -755,20 +780,8 @@ class Encoder {
     }
   }
 
-  /** The objects a value holds, in the order the walk meets them (for countHolders). */
-  *children(v: object): Iterable<unknown> {
-    if (v instanceof FreshList) { yield* v.items; return; }
-    if (Array.isArray(v)) { yield* v; return; }
-    if (v instanceof Map) { for (const [k, x] of v) { yield k; yield x; } return; }
-    if (v instanceof Set) { yield* v; return; }
-    if (v instanceof Placeholder) { yield* v.values; return; }
-    if (v instanceof Deque) { yield v.maxlen; yield* v.items; return; }
-    if (v instanceof Fraction) return;
-    if (v instanceof Range) return;
-    if (v instanceof Slice) { yield v.start; yield v.stop; yield v.step; return; }
-    if (v instanceof ExtBlobValue || v instanceof Uint8Array || v instanceof Float || v instanceof Complex) return;
-    const proto = Object.getPrototypeOf(v);
-    if (proto === Object.prototype || proto === null || this.typesByProto?.has(proto)) yield* Object.values(v);
+  isRegistered(proto: object): boolean {
+    return this.typesByProto?.has(proto) ?? false;
   }
 }
 

@@ -7,8 +7,14 @@ const fatalDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
 const SHORT = 48;
 
+const utf8Slice = (globalThis as { Buffer?: { prototype: { utf8Slice?: (this: Uint8Array, s: number, e: number) => string } } }).Buffer?.prototype.utf8Slice;
+
 /** Decodes strict UTF-8, or returns null when the bytes are not strict UTF-8. */
 export function decodeUtf8(buf: Uint8Array, start: number, end: number): string | null {
+  if (utf8Slice !== undefined) {
+    // Node: check strictly here, then let the native slice make the string.
+    return isStrictUtf8(buf, start, end) ? utf8Slice.call(buf, start, end) : null;
+  }
   if (end - start > SHORT) {
     try {
       return fatalDecoder.decode(buf.subarray(start, end));
@@ -17,6 +23,35 @@ export function decodeUtf8(buf: Uint8Array, start: number, end: number): string 
     }
   }
   return decodeByHand(buf, start, end, false);
+}
+
+/** Whether the bytes are strict UTF-8 (shortest forms, no surrogates, at most U+10FFFF). */
+export function isStrictUtf8(buf: Uint8Array, pos: number, end: number): boolean {
+  while (pos < end) {
+    const b0 = buf[pos];
+    if (b0 < 0x80) { pos++; continue; }
+    if (b0 >= 0xc2 && b0 <= 0xdf) {
+      if (pos + 1 >= end || (buf[pos + 1] & 0xc0) !== 0x80) return false;
+      pos += 2;
+    } else if (b0 >= 0xe0 && b0 <= 0xef) {
+      if (pos + 2 >= end) return false;
+      const b1 = buf[pos + 1];
+      if ((b1 & 0xc0) !== 0x80 || (buf[pos + 2] & 0xc0) !== 0x80) return false;
+      if (b0 === 0xe0 && b1 < 0xa0) return false; // overlong
+      if (b0 === 0xed && b1 >= 0xa0) return false; // surrogate
+      pos += 3;
+    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+      if (pos + 3 >= end) return false;
+      const b1 = buf[pos + 1];
+      if ((b1 & 0xc0) !== 0x80 || (buf[pos + 2] & 0xc0) !== 0x80 || (buf[pos + 3] & 0xc0) !== 0x80) return false;
+      if (b0 === 0xf0 && b1 < 0x90) return false; // overlong
+      if (b0 === 0xf4 && b1 >= 0x90) return false; // above U+10FFFF
+      pos += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** Decodes UTF-8 in which lone surrogate code points (ED A0 80..ED BF BF) are allowed. */

@@ -8,6 +8,7 @@ import fc from "fast-check";
 import { decode, encode, readStream, DecodeError } from "../src/index.js";
 import { loadVectors, hexBytes, toHex } from "./notation.js";
 import { values } from "./arbitraries.js";
+import { decodeUtf8 } from "../src/utf8.js";
 
 /** Seconds for the whole file (make js-test sets a short bound; make fuzz-js a longer one). */
 const SECONDS = Number(process.env.AMBER_JS_FUZZ_SECONDS ?? "8");
@@ -82,4 +83,14 @@ test("fuzz: encode, decode, encode gives the same bytes, plain and canonical", (
   }), share(0.35));
   console.log(`round trips: ${runs} values`);
   assert.ok(runs > 100);
+});
+
+test("fuzz: the strict UTF-8 check agrees with a fatal TextDecoder", () => {
+  const td = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  const bytes = fc.array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0x80, max: 0xf5 })), { maxLength: 12 }).map((a) => Uint8Array.from(a));
+  fc.assert(fc.property(bytes, (b) => {
+    let want: string | null;
+    try { want = td.decode(b); } catch { want = null; }
+    assert.equal(decodeUtf8(b, 0, b.length), want);
+  }), share(0.05));
 });
