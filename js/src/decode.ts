@@ -289,6 +289,22 @@ export class BodyDecoder {
                 top.expectKey = false;
                 continue;
               }
+            } else if (tag === 0x93 && this.tracer === null) {
+              // A key written once and then referred to (Python shares its key strs).
+              const at = this.pos;
+              this.pos = at + 1;
+              const key = this.reference(at);
+              if (typeof key !== "string") {
+                this.deliver(top, key);
+                continue;
+              }
+              if (top.type === F.ObjectDict && isIndexKey(key)) this.toMap(top);
+              if (top.type === F.ObjectDict ? hasOwn.call(top.container, key) : top.container.has(key)) {
+                throw this.err("duplicate_key", top.childAt);
+              }
+              top.key = key;
+              top.expectKey = false;
+              continue;
             }
           }
         } else if (top.type === F.Set || top.type === F.FrozenSet) {
