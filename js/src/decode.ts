@@ -85,6 +85,25 @@ class Frame {
   gotA = false;
   /** When tracing: the event of this value. */
   event: TraceEvent | null = null;
+  /** Dicts and sets: small-int keys seen, and their V8 hash buckets (hash flooding). */
+  smiKeys = 0;
+  smiCounts: Uint8Array | null = null;
+}
+
+const HASH_LIMIT = 64;
+const SMI_MIN = -(2 ** 30);
+const SMI_MAX = 2 ** 30 - 1;
+
+/** V8's ComputeUnseededHash, which its Maps and Sets use for small-int keys. */
+function v8SmiHash(key: number): number {
+  let hash = key >>> 0;
+  hash = (~hash + (hash << 15)) >>> 0;
+  hash = (hash ^ (hash >>> 12)) >>> 0;
+  hash = (hash + (hash << 2)) >>> 0;
+  hash = (hash ^ (hash >>> 4)) >>> 0;
+  hash = Math.imul(hash, 2057) >>> 0;
+  hash = (hash ^ (hash >>> 16)) >>> 0;
+  return hash & 0x3fffffff;
 }
 
 /** What a traced value is (amber inspect's kinds). */
@@ -245,6 +264,8 @@ export class BodyDecoder {
     f.at = at;
     f.trackOff = -1;
     f.keys = null;
+    f.smiKeys = 0;
+    f.smiCounts = null;
     f.values = null;
     f.shape = null;
     f.row = null;
@@ -470,6 +491,37 @@ export class BodyDecoder {
     }
   }
 
+  /**
+   * Hash flooding (spec 7): V8 hashes small-int keys of a Map or Set without a seed, so a
+   * payload could hold thousands of ints that fall into one bucket and make each insertion
+   * walk them all (measured: 20000 such keys take seconds). The decoder applies V8's own
+   * function and allows at most HASH_LIMIT keys per container whose hashes agree in their
+   * low 16 bits, which bounds every bucket of any table of up to 2^16 buckets and, beyond,
+   * every bucket outright. The counts start after HASH_LIMIT int keys, so small containers
+   * pay nothing.
+   */
+  private countSmiKey(f: Frame, k: number): void {
+    f.smiKeys++;
+    if (f.smiKeys <= HASH_LIMIT) return;
+    let counts = f.smiCounts;
+    if (counts === null) {
+      // Counts up to 255 fit a byte; the limit is clamped to that.
+      counts = f.smiCounts = new Uint8Array(65536);
+      for (const earlier of f.container.keys()) {
+        if (typeof earlier === "number" && (earlier | 0) === earlier && earlier >= SMI_MIN && earlier <= SMI_MAX) {
+          counts[v8SmiHash(earlier) & 0xffff]++;
+        }
+      }
+    }
+    const slot = v8SmiHash(k) & 0xffff;
+    // Large containers spread their keys over the 2^16 classes unevenly even when honest;
+    // the limit grows with the declared size (the work stays bounded by a multiple of n).
+    const limit = Math.max(HASH_LIMIT, 32 * Math.ceil(f.count / 65536));
+    if (++counts[slot] > Math.min(limit, 255)) {
+      throw this.err("hash_limit", f.childAt, `more than ${HASH_LIMIT} int keys of one container fall into one hash bucket`);
+    }
+  }
+
   /** An object-mode dict met a key an object cannot keep in order: it becomes a Map. */
   private toMap(f: Frame): void {
     const obj = f.container as Record<string, unknown>;
@@ -483,6 +535,7 @@ export class BodyDecoder {
     if (typeof v !== "object" || v === null) {
       // A str, int, non-integral float, bool or None: the Map or Set itself compares it.
       if (f.container.has(v)) throw this.err(duplicate, f.childAt);
+      if (typeof v === "number" && (v | 0) === v && v >= SMI_MIN && v <= SMI_MAX) this.countSmiKey(f, v);
       return;
     }
     const keys = (f.keys ??= new KeyTable());
@@ -830,6 +883,7 @@ export class BodyDecoder {
     const f = this.pushFrame(asObject ? F.ObjectDict : F.Dict, at);
     f.container = map;
     f.remaining = n;
+    f.count = n;
     f.expectKey = true;
     return PENDING;
   }
@@ -846,6 +900,7 @@ export class BodyDecoder {
     const f = this.pushFrame(frozen ? F.FrozenSet : F.Set, at);
     f.container = set;
     f.remaining = n;
+    f.count = n;
     if (frozen && trackOff >= 0) {
       f.trackOff = trackOff;
       (this.incomplete ??= new Set()).add(trackOff);

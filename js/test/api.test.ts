@@ -196,3 +196,21 @@ test("ints: number exactly while safe, bigint beyond, at every boundary and in p
   // -2^63 as the spec writes it: zigzag 2^64 - 1.
   assert.equal(decode(hexBytes("ab4101 6c ffffffffffffffffff01")), -(2n ** 63n));
 });
+
+test("hash flooding: ints chosen to share one V8 hash bucket are refused, honest ones pass", () => {
+  // V8's unseeded hash of small ints (ComputeUnseededHash), to pick colliding keys.
+  const h = (k: number) => {
+    let x = k >>> 0;
+    x = (~x + (x << 15)) >>> 0; x = (x ^ (x >>> 12)) >>> 0; x = (x + (x << 2)) >>> 0;
+    x = (x ^ (x >>> 4)) >>> 0; x = Math.imul(x, 2057) >>> 0; x = (x ^ (x >>> 16)) >>> 0;
+    return x & 0x3fffffff;
+  };
+  const colliding: number[] = [];
+  for (let k = 0; colliding.length < 5000; k++) if ((h(k) & 0x3fff) === 0) colliding.push(k);
+  const t0 = performance.now();
+  assert.throws(() => decode(encode(new Set(colliding))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+  assert.throws(() => decode(encode(new Map(colliding.map((k) => [k, null])))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+  assert.ok(performance.now() - t0 < 2000, "refused early, not after the flood");
+  const honest = new Set(Array.from({ length: 300_000 }, (_, i) => i * 7919 - 1_000_000));
+  assert.equal((decode(encode(honest)) as Set<number>).size, honest.size);
+});
