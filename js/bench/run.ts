@@ -59,25 +59,33 @@ function plain(v: unknown): unknown {
   return String(v);
 }
 
-/** Seconds per call: the best of several batches, each long enough to time. */
-function time(fn: () => unknown, budget = 0.25): number {
+/** How many calls make a batch long enough to time (about 20 ms). */
+function batchSize(fn: () => unknown): number {
   let n = 1;
   for (;;) {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < n; i++) fn();
-    const dt = Number(process.hrtime.bigint() - t0) / 1e9;
-    if (dt > 0.02) break;
+    if (Number(process.hrtime.bigint() - t0) / 1e9 > 0.02) return n;
     n *= 2;
   }
-  let best = Infinity;
-  const deadline = Date.now() + budget * 1000;
-  do {
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < n; i++) fn();
-    best = Math.min(best, Number(process.hrtime.bigint() - t0) / 1e9 / n);
-  } while (Date.now() < deadline);
+}
+
+/** Seconds per call of each function: batches are taken in rounds, one batch of each per
+ * round, and the best batch counts, so that a busy machine slows every codec alike. */
+function timeAll(fns: (() => unknown)[], rounds = ROUNDS): number[] {
+  const sizes = fns.map(batchSize);
+  const best = fns.map(() => Infinity);
+  for (let r = 0; r < rounds; r++) {
+    fns.forEach((fn, i) => {
+      const t0 = process.hrtime.bigint();
+      for (let k = 0; k < sizes[i]; k++) fn();
+      best[i] = Math.min(best[i], Number(process.hrtime.bigint() - t0) / 1e9 / sizes[i]);
+    });
+  }
   return best;
 }
+
+const ROUNDS = Number(process.env.AMBER_JS_BENCH_ROUNDS ?? "7");
 
 const fmt = (s: number) => (s >= 1e-3 ? `${(s * 1e3).toFixed(2)} ms` : `${(s * 1e6).toFixed(1)} µs`);
 
@@ -91,21 +99,22 @@ function main(): void {
     const value = decode(bytes, { placeholders: true });
     const plainValue = plain(value);
     const results: Record<string, { enc: number; dec: number; size: number } | null> = {};
+    const usable: { c: Codec; input: unknown; encoded: Uint8Array | string }[] = [];
     for (const c of codecs) {
       const input = c.form === "amber" ? value : plainValue;
       try {
         const encoded = c.encode(input);
-        const again = c.decode(encoded);
-        if (again === undefined) throw new Error("decoded nothing");
-        results[c.name] = {
-          enc: time(() => c.encode(input)),
-          dec: time(() => c.decode(encoded)),
-          size: typeof encoded === "string" ? Buffer.byteLength(encoded) : encoded.length,
-        };
+        if (c.decode(encoded) === undefined) throw new Error("decoded nothing");
+        usable.push({ c, input, encoded });
       } catch {
         results[c.name] = null; // the codec cannot represent this payload (JSON and bigints)
       }
     }
+    const dec = timeAll(usable.map((u) => () => u.c.decode(u.encoded)));
+    const enc = timeAll(usable.map((u) => () => u.c.encode(u.input)));
+    usable.forEach((u, i) => {
+      results[u.c.name] = { dec: dec[i], enc: enc[i], size: typeof u.encoded === "string" ? Buffer.byteLength(u.encoded) : u.encoded.length };
+    });
     const a = results.amber!;
     const ao = results["amber (dicts: object)"]!;
     const peers = codecs.slice(2).map((c) => results[c.name]).filter((r): r is NonNullable<typeof r> => r !== null);
@@ -124,7 +133,9 @@ function main(): void {
     `Node ${process.version}, ${new Date().toISOString().slice(0, 10)}; made by \`make js-bench\` (js/bench/run.ts). Payloads: bench/payloads.py at the`,
     "given scale, written by the Python implementation; amber decodes them in JS (dicts as Maps, class instances",
     "as placeholders) and the other codecs take the plain JS form of the same data (objects and arrays).",
-    "Each cell: decode / encode time per call (best of batches) / encoded bytes. JSON cannot hold bigints: n/a.",
+    "Each cell: decode / encode time per call / encoded bytes. The codecs are timed in rounds, one batch of",
+    "each per round, and the best batch counts, so that load from elsewhere slows them alike. JSON cannot hold",
+    "bigints: n/a.",
     "",
     `| payload | ${codecs.map((c) => c.name).join(" | ")} |`,
     `|---|${codecs.map(() => "---").join("|")}|`,

@@ -91,6 +91,7 @@ class Frame {
 }
 
 const HASH_LIMIT = 64;
+const MAX_SLOT_TABLE = 1 << 24;
 const SMI_MIN = -(2 ** 30);
 const SMI_MAX = 2 ** 30 - 1;
 
@@ -183,7 +184,13 @@ export class BodyDecoder {
   private depth = 0;
   private spent: number;
   private maxAlloc: number;
-  private refs: Map<number, unknown> | null = null;
+  /** The recorded objects: refSlots[body offset] is 1 + their index in refValues (0: none).
+   * An array indexed by offset makes a REF one load, where a Map costs a hash lookup; it is
+   * made at the first tracked tag, 4 bytes per body byte (well inside the budget). */
+  private refSlots: Int32Array | null = null;
+  /** For bodies above MAX_SLOT_TABLE bytes, the same in a Map (the array would be large). */
+  private refMap: Map<number, number> | null = null;
+  private refValues: unknown[] = [];
   private incomplete: Set<number> | null = null;
   private stack: Frame[] = [];
   private sp = 0;
@@ -273,7 +280,20 @@ export class BodyDecoder {
   }
 
   private record(bodyOff: number, value: unknown): void {
-    (this.refs ??= new Map()).set(bodyOff, value);
+    this.refValues.push(value);
+    if (this.refMap !== null) {
+      this.refMap.set(bodyOff, this.refValues.length);
+      return;
+    }
+    if (this.refSlots === null) {
+      const n = this.end - this.bodyStart;
+      if (n > MAX_SLOT_TABLE) {
+        (this.refMap = new Map()).set(bodyOff, this.refValues.length);
+        return;
+      }
+      this.refSlots = new Int32Array(n);
+    }
+    this.refSlots[bodyOff] = this.refValues.length;
   }
 
   /** Decodes the whole body: one root value, then the end. */
@@ -981,9 +1001,9 @@ export class BodyDecoder {
     if (this.incomplete !== null && this.incomplete.has(t)) {
       throw this.err("incomplete_reference", at, `REF to ${t}, a value still being built`);
     }
-    const refs = this.refs;
-    if (refs === null || !refs.has(t)) throw this.err("bad_reference", at, `REF to ${t}, which is not a tracked value`);
-    return refs.get(t);
+    const slot = this.refSlots !== null ? this.refSlots[t] : this.refMap !== null ? (this.refMap.get(t) ?? 0) : 0;
+    if (slot === 0) throw this.err("bad_reference", at, `REF to ${t}, which is not a tracked value`);
+    return this.refValues[slot - 1];
   }
 
   private ext(at: number, trackOff: number): unknown {

@@ -214,3 +214,11 @@ test("hash flooding: ints chosen to share one V8 hash bucket are refused, honest
   const honest = new Set(Array.from({ length: 300_000 }, (_, i) => i * 7919 - 1_000_000));
   assert.equal((decode(encode(honest)) as Set<number>).size, honest.size);
 });
+
+test("REFs resolve in large bodies too (the table of recorded objects switches to a Map)", () => {
+  const shared = [1, 2];
+  const big = new Uint8Array((1 << 24) + 10);
+  const back = decode(encode([big, shared, shared])) as unknown[];
+  assert.equal(back[1], back[2]);
+  assert.equal((back[0] as Uint8Array).length, big.length);
+});
