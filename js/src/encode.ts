@@ -392,7 +392,7 @@ class Encoder {
         return this.createdFirst(v, useMemo, () => this.mapComposite(v));
       }
       this.begin(v, useMemo);
-      this.dict(v, this.sortKeys);
+      this.dict(v, this.sortKeys && !(v instanceof FreshDict));
       if (this.active !== null) this.active.delete(v);
       return;
     }

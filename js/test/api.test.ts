@@ -222,3 +222,11 @@ test("REFs resolve in large bodies too (the table of recorded objects switches t
   assert.equal(back[1], back[2]);
   assert.equal((back[0] as Uint8Array).length, big.length);
 });
+
+test("canonical sortKeys orders dicts but not the dict inside an OrderedDict (spec 6.7)", () => {
+  const od = new OrderedDict<string, number>([["b", 1], ["a", 2]]);
+  const plain = new Map([["b", 1], ["a", 2]]);
+  const back = decode(encode([od, plain], { canonical: true, sortKeys: true })) as [OrderedDict, Map<string, number>];
+  assert.deepEqual([...back[0].keys()], ["b", "a"]);
+  assert.deepEqual([...back[1].keys()], ["a", "b"]);
+});
