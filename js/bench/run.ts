@@ -25,7 +25,7 @@ const cbor = new CborEncoder({ useRecords: false });
 
 const codecs: Codec[] = [
   { name: "amber", form: "amber", encode: (v) => encode(v), decode: (b) => decode(b as Uint8Array, { placeholders: true }) },
-  { name: "amber (dicts: object)", form: "amber", encode: (v) => encode(v), decode: (b) => decode(b as Uint8Array, { placeholders: true, dicts: "object" }) },
+  { name: "amber (objects)", form: "amber", encode: (v) => encode(v), decode: (b) => decode(b as Uint8Array, { placeholders: "plain", dicts: "object" }) },
   { name: "msgpackr", form: "plain", encode: (v) => plainPackr.pack(v), decode: (b) => plainPackr.unpack(b as Uint8Array) },
   { name: "msgpackr records", form: "plain", encode: (v) => recordPackr.pack(v), decode: (b) => recordPackr.unpack(b as Uint8Array) },
   { name: "@msgpack/msgpack", form: "plain", encode: (v) => msgpack.encode(v, { useBigInt64: true }), decode: (b) => msgpack.decode(b as Uint8Array, { useBigInt64: true }) },
@@ -116,7 +116,7 @@ function main(): void {
       results[u.c.name] = { dec: dec[i], enc: enc[i], size: typeof u.encoded === "string" ? Buffer.byteLength(u.encoded) : u.encoded.length };
     });
     const a = results.amber!;
-    const ao = results["amber (dicts: object)"]!;
+    const ao = results["amber (objects)"]!;
     const peers = codecs.slice(2).map((c) => results[c.name]).filter((r): r is NonNullable<typeof r> => r !== null);
     const bestDec = Math.min(...peers.map((r) => r.dec));
     const bestEnc = Math.min(...peers.map((r) => r.enc));
@@ -131,8 +131,9 @@ function main(): void {
     "# amber in Node: against msgpackr, @msgpack/msgpack, cbor-x and JSON",
     "",
     `Node ${process.version}, ${new Date().toISOString().slice(0, 10)}; made by \`make js-bench\` (js/bench/run.ts). Payloads: bench/payloads.py at the`,
-    "given scale, written by the Python implementation; amber decodes them in JS (dicts as Maps, class instances",
-    "as placeholders) and the other codecs take the plain JS form of the same data (objects and arrays).",
+    "given scale, written by the Python implementation. amber decodes them in JS as Maps and Placeholders (its",
+    "default mapping) and, as \"amber (objects)\", with `dicts: \"object\"` and `placeholders: \"plain\"` (str-keyed",
+    "dicts and class instances as plain objects); the other codecs take the plain JS form of the same data.",
     "Each cell: decode / encode time per call / encoded bytes. The codecs are timed in rounds, one batch of",
     "each per round, and the best batch counts, so that load from elsewhere slows them alike. JSON cannot hold",
     "bigints: n/a.",
@@ -143,7 +144,7 @@ function main(): void {
     "",
     "## Ratios (above 1: amber is faster)",
     "",
-    "| payload | decode: fastest peer / amber | decode: fastest peer / amber (dicts: object) | decode: msgpackr records / amber (dicts: object) | encode: fastest peer / amber |",
+    "| payload | decode: fastest peer / amber | decode: fastest peer / amber (objects) | decode: msgpackr records / amber (objects) | encode: fastest peer / amber |",
     "|---|---|---|---|---|",
     ...ratios.map((r) => `| ${r.name} | ${r.decode.toFixed(2)} | ${r.decodeObject.toFixed(2)} | ${Number.isFinite(r.decodeRecords) ? r.decodeRecords.toFixed(2) : "n/a"} | ${r.encode.toFixed(2)} |`),
     `| geometric mean | ${geo(ratios.map((r) => r.decode)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeObject)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeRecords)).toFixed(2)} | ${geo(ratios.map((r) => r.encode)).toFixed(2)} |`,

@@ -7,7 +7,7 @@ import { VarintReader } from "./varint.js";
 import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
 import { asciiString } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
-import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, type ObjectKind } from "./types.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, type ObjectKind } from "./types.js";
 import { ExtCode, EXT_NAMES } from "./ext/base.js";
 import { parseExtBlob, isBlobCode, compositeValueCount, createComposite, finishComposite, buildComposite } from "./ext/index.js";
 import { InvalidExt } from "./ext/blob_reader.js";
@@ -31,7 +31,7 @@ export interface ValueOptions {
   /** Classes the caller allows, by "module:qualname". */
   types?: readonly AllowedClass[];
   /** Stand in for classes not allowed with Placeholder objects instead of failing. */
-  placeholders?: boolean;
+  placeholders?: boolean | "plain";
   /** What to do with a payload field that an allowed class does not declare. */
   unknownFields?: "ignore" | "error";
   /** "map" (default): every dict is a Map. "object": a dict whose keys are all strs that
@@ -54,7 +54,7 @@ function isIndexKey(k: string): boolean {
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const enum F {
-  List, Tuple, Dict, ObjectDict, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
+  List, Tuple, Dict, ObjectDict, PlainRecord, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
 }
 
 class Frame {
@@ -426,6 +426,12 @@ export class BodyDecoder {
         }
         f.container = v;
         return true;
+      case F.PlainRecord: {
+        const name = f.shape!.fields![f.count - f.remaining];
+        if (name === "__proto__") Object.defineProperty(f.container, name, { value: v, enumerable: true, writable: true, configurable: true });
+        else f.container[name] = v;
+        return --f.remaining === 0;
+      }
       case F.ExtCreateFirst:
       case F.ExtBuildAfter:
       case F.ObjectFirst:
@@ -454,6 +460,7 @@ export class BodyDecoder {
       case F.List:
       case F.Dict:
       case F.ObjectDict:
+      case F.PlainRecord:
       case F.Set:
         this.depth--;
         return f.container;
@@ -611,7 +618,7 @@ export class BodyDecoder {
         case F.TupleList: ev.info = ["tuple_list", f.remaining, f.arity]; break;
         case F.Supersede: ev.info = ["supersede"]; break;
         case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
-        case F.ObjectFirst: case F.ObjectAfter: {
+        case F.ObjectFirst: case F.ObjectAfter: case F.PlainRecord: {
           const sh = f.shape!;
           ev.info = ["object", this.lastShapeNumber, this.lastShapeDefined, [sh.module, sh.qualname, sh.kind, sh.fields]];
           break;
@@ -1106,6 +1113,18 @@ export class BodyDecoder {
     const k = valueCount(shape.kind, shape.fields);
     if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
     this.charge(cost.object(k), at);
+    if (shape.allowed === null && shape.kind === "ATTRS" && this.options.placeholders === "plain") {
+      // A record: a plain object of the fields, with the class under the CLASS symbol.
+      const record: Record<string | symbol, unknown> = {};
+      record[CLASS] = shape.info;
+      if (trackOff >= 0) this.record(trackOff, record);
+      const f = this.pushFrame(F.PlainRecord, at);
+      f.shape = shape;
+      f.container = record;
+      f.remaining = k;
+      f.count = k;
+      return PENDING;
+    }
     const first = createsFirst(shape.kind);
     const values = k === 0 ? [] : newArray(k);
     let instance: unknown = null;
@@ -1158,7 +1177,7 @@ export class BodyDecoder {
     }
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
-    const shape: Shape = { module, qualname, kind, fields, allowed };
+    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields } };
     this.shapes.push(shape);
     return shape;
   }

@@ -5,14 +5,14 @@
 import { EncodeError } from "./errors.js";
 import { hasLoneSurrogate, encodeUtf8Surrogates, writeUtf8 } from "./utf8.js";
 import { zigzagBig } from "./varint.js";
-import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, type ObjectKind, OBJECT_KINDS } from "./types.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, CLASS, type ObjectKind, OBJECT_KINDS } from "./types.js";
 import { ExtBlobValue, ExtCode } from "./ext/base.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray } from "./ext/ndarray.js";
 import { AmberDateTime } from "./ext/datetime.js";
 import { Deque, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice } from "./ext/composite.js";
 import { OOB_THRESHOLD, outOfBandBlob } from "./ext/out_of_band.js";
-import { type AllowedClass } from "./object.js";
+import { type AllowedClass, type ClassInfo } from "./object.js";
 import { DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH } from "./decode.js";
 import { seal, sealAsync, type SealOptions } from "./seal.js";
 
@@ -429,6 +429,15 @@ class Encoder {
     }
     if (v instanceof FreshList) return this.list(v.items);
     const proto = Object.getPrototypeOf(v);
+    if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] !== undefined) {
+      const info = (v as Record<symbol, ClassInfo>)[CLASS];
+      const rec = v as Record<string, unknown>;
+      const fields = info.fields ?? [];
+      this.begin(v, useMemo);
+      this.objectValue(info.module, info.qualname, "ATTRS", fields, fields.map((f) => rec[f]));
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
     if (proto === Object.prototype || proto === null) {
       this.begin(v, useMemo);
       this.plainObject(v as Record<string, unknown>);

@@ -1,7 +1,8 @@
 // The JSON mapping (spec/json-mapping.md), writer side: what `amber to-json` writes, with
 // tagged forms for everything JSON has no type for, and $id / $ref for shared values.
 
-import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder } from "./types.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, CLASS } from "./types.js";
+import type { ClassInfo } from "./object.js";
 import { AmberDate, AmberTime, AmberDateTime, TimeDelta, TzInfo, type Tz } from "./ext/datetime.js";
 import { Decimal } from "./ext/decimal.js";
 import { Uuid } from "./ext/uuid.js";
@@ -32,6 +33,8 @@ function hasIdentity(v: unknown): v is object {
 }
 
 function children(v: object): unknown[] {
+  const proto = Object.getPrototypeOf(v);
+  if (proto === Object.prototype || proto === null) return Object.values(v);
   if (Array.isArray(v)) return v;
   if (v instanceof Map) return [...v].flat();
   if (v instanceof Set) return [...v];
@@ -166,6 +169,17 @@ export function toJson(root: unknown): string {
       return tagged("$object", JSON.stringify(`${obj.module}:${obj.qualname}`), `,"kind":"${obj.kind}","state":${state}`);
     }
     if (obj instanceof ExtBlobValue) return extJson(obj, tagged);
+    const proto = Object.getPrototypeOf(obj);
+    if (proto === Object.prototype || proto === null) {
+      const rec = obj as Record<string, unknown>;
+      const info = (obj as Record<symbol, ClassInfo>)[CLASS];
+      if (info !== undefined) {
+        const fields = info.fields ?? [];
+        return tagged("$object", JSON.stringify(`${info.module}:${info.qualname}`), `,"kind":"ATTRS","state":{${fields.map((f) => `${JSON.stringify(f.startsWith("$") ? `$${f}` : f)}:${write(rec[f])}`).join(",")}}`);
+      }
+      const m = new Map(Object.keys(rec).map((k) => [k, rec[k]]));
+      return idText ? tagged("$dict", pairs(m)) : pairs(m);
+    }
     return tagged("$unknown", JSON.stringify(String(obj)));
   };
   return write(root);

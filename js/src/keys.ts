@@ -5,7 +5,7 @@
 // instances, NaN floats, ranges, ...) by identity. Numeric equality across kinds (1 == 1.0 ==
 // True) is Python-specific and not applied: spec 7 lets such pairs through.
 
-import { Tuple, FrozenSet, ByteArray, Complex, Float } from "./types.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, CLASS } from "./types.js";
 import { ExtBlobValue } from "./ext/base.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray } from "./ext/ndarray.js";
@@ -31,6 +31,10 @@ function isHashable(v: unknown): boolean {
   if (Array.isArray(v) || v instanceof Map || v instanceof ByteArray || v instanceof Deque ||
       v instanceof PyArray || v instanceof NDArray) return false;
   if (v instanceof Set) return v instanceof FrozenSet;
+  // A plain object is a dict (decode option dicts: "object"), unless it is a record of a
+  // class (placeholders: "plain"), which hashes by identity as class instances do.
+  const proto = Object.getPrototypeOf(v);
+  if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] === undefined) return false;
   return true;
 }
 

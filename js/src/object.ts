@@ -40,6 +40,16 @@ export interface Shape {
   fields: string[] | null;
   /** The allowed class, or null for a placeholder. */
   allowed: AllowedClass | null;
+  /** What a plain record carries under CLASS (one object per shape). */
+  info: ClassInfo;
+}
+
+/** The class of a plain record (decode option placeholders: "plain"). */
+export interface ClassInfo {
+  module: string;
+  qualname: string;
+  kind: ObjectKind;
+  fields: readonly string[] | null;
 }
 
 export function valueCount(kind: ObjectKind, fields: readonly string[] | null): number {

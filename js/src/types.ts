@@ -40,6 +40,11 @@ export class Float {
   toString(): string { return Object.is(this.value, -0) ? "-0.0" : Number.isInteger(this.value) ? `${this.value}.0` : String(this.value); }
 }
 
+/** With placeholders: "plain", an ATTRS instance of a class not allowed decodes to a plain
+ * object of its fields, and this symbol holds its class ({module, qualname, kind, fields});
+ * the encoder writes such an object back as that OBJECT. */
+export const CLASS: unique symbol = Symbol.for("amber.class");
+
 export type ObjectKind = "ATTRS" | "STATE" | "TUPLE_FIELDS" | "ENUM" | "CUSTOM";
 export const OBJECT_KINDS: readonly ObjectKind[] = ["ATTRS", "STATE", "TUPLE_FIELDS", "ENUM", "CUSTOM"];
 

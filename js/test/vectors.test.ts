@@ -72,11 +72,18 @@ test("values.json: encoding", () => {
   assert.deepEqual(failures, []);
 });
 
-test("errors.json: every failure with its kind and offset", () => {
+test("errors.json: every failure with its kind and offset (dicts as Maps and as objects)", () => {
   const failures: string[] = [];
   for (const v of errors) {
     if (skipReason("errors", v.name, "decode")) { count("errors", true); continue; }
     try {
+      const again = { ...decodeOptions(v.options, false), dicts: "object" as const };
+      try {
+        decode(hexBytes(v.hex), again);
+        failures.push(`${v.name}: decoded with dicts: "object"`);
+      } catch (e) {
+        if (!(e instanceof DecodeError) || e.kind !== v.error || e.offset !== v.offset) failures.push(`${v.name}: with dicts: "object": ${(e as Error).message}`);
+      }
       decode(hexBytes(v.hex), decodeOptions(v.options, false));
       failures.push(`${v.name}: decoded, expected ${v.error} at ${v.offset}`);
     } catch (e) {
@@ -184,4 +191,25 @@ test("the skip list is exact: every entry names a vector, and is used", () => {
   assert.deepEqual(SKIPS.filter((s) => !usedSkips.has(s)).map((s) => s.name), []);
   const lines = [...counts].map(([k, c]) => `${k}: ${c.passed} passed, ${c.skipped} skipped`);
   console.log(`vector counts\n  ${lines.join("\n  ")}\n  skip list: ${SKIPS.length} entries`);
+});
+
+test("values.json: decoded with dicts as objects and classes as plain records, encoded back to the same bytes", () => {
+  const failures: string[] = [];
+  let checked = 0;
+  for (const v of values) {
+    const opts = v.options ?? {};
+    if (v.decode_only || opts.buffers || skipReason("values", v.name, "encode")) continue;
+    const hex = v.hex.replace(/\s+/g, "");
+    for (const mode of [{ dicts: "object" as const, placeholders: "plain" as const }, { placeholders: true }]) {
+      try {
+        const again = toHex(encode(decode(hexBytes(hex), { ...mode, maxDepth: opts.max_depth }), { refs: opts.refs, maxDepth: opts.max_depth }));
+        if (again !== hex) failures.push(`${v.name} (${JSON.stringify(mode)}): wrote ${again}`);
+      } catch (e) {
+        failures.push(`${v.name} (${JSON.stringify(mode)}): ${(e as Error).message}`);
+      }
+    }
+    checked++;
+  }
+  assert.ok(checked > 250);
+  assert.deepEqual(failures, []);
 });

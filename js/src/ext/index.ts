@@ -3,6 +3,7 @@
 // error in every place that must know it.
 
 import { ExtCode } from "./base.js";
+import { CLASS } from "../types.js";
 import { InvalidExt } from "./blob_reader.js";
 import { AmberDate, AmberTime, AmberDateTime, TimeDelta, TzInfo } from "./datetime.js";
 import { Decimal } from "./decimal.js";
@@ -71,9 +72,17 @@ const isInt = (v: unknown): v is PyInt => (typeof v === "number" && Number.isInt
 const kindOf = (v: unknown) => (v === null ? "None" : v instanceof Map ? "a dict" : Array.isArray(v) ? "a list" : typeof v);
 
 function dictItems(what: string, v: unknown): Map<unknown, unknown> {
-  // Only a plain dict (not an OrderedDict or Counter, which are Map subclasses too).
-  if (!(v instanceof Map) || v.constructor !== Map) throw new InvalidExt(`${what}: items are ${kindOf(v)}, not a dict`);
-  return v;
+  // A dict as the decoder made it: a Map (not an OrderedDict or Counter, Map subclasses too),
+  // or with dicts: "object" a plain object that is not a class record.
+  if (v instanceof Map && v.constructor === Map) return v;
+  if (typeof v === "object" && v !== null && (v as Record<symbol, unknown>)[CLASS] === undefined) {
+    const proto = Object.getPrototypeOf(v);
+    if (proto === Object.prototype || proto === null) {
+      const rec = v as Record<string, unknown>;
+      return new Map(Object.keys(rec).map((k) => [k, rec[k]]));
+    }
+  }
+  throw new InvalidExt(`${what}: items are ${kindOf(v)}, not a dict`);
 }
 
 /** Gives a create-first object its complete values (spec 5.16.4). */
