@@ -31,11 +31,13 @@ test("differential: Python graphs decode in JS and re-encode to the same canonic
   assert.ok(payloads.length >= N / 2, `only ${payloads.length} payloads`);
   const failures: string[] = [];
   for (const [hex, sortKeys] of payloads as [string, boolean][]) {
-    try {
-      const again = toHex(encode(decode(hexBytes(hex), { placeholders: true }), { canonical: true, sortKeys }));
-      if (again !== hex) failures.push(`python ${hex}\n    js ${again}`);
-    } catch (e) {
-      failures.push(`python ${hex}: ${(e as Error).message}`);
+    for (const mode of [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }]) {
+      try {
+        const again = toHex(encode(decode(hexBytes(hex), mode), { canonical: true, sortKeys }));
+        if (again !== hex) failures.push(`python ${hex}\n    js ${again} (${JSON.stringify(mode)})`);
+      } catch (e) {
+        failures.push(`python ${hex}: ${(e as Error).message} (${JSON.stringify(mode)})`);
+      }
     }
   }
   console.log(`Python -> JS: ${payloads.length} graphs, ${leftOut} left out (surrogate pairs)`);
