@@ -382,6 +382,23 @@ class Encoder {
       if (this.active !== null) this.active.delete(v);
       return;
     }
+    // Plain objects (the usual JS records and dicts) before the long chain of class tests.
+    const proto = Object.getPrototypeOf(v);
+    if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] !== undefined) {
+      const info = (v as Record<symbol, ClassInfo>)[CLASS];
+      const rec = v as Record<string, unknown>;
+      const fields = info.fields ?? [];
+      this.begin(v, useMemo);
+      this.objectValue(info.module, info.qualname, "ATTRS", fields, fields.map((f) => rec[f]));
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (proto === Object.prototype || proto === null) {
+      this.begin(v, useMemo);
+      this.plainObject(v as Record<string, unknown>);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
     if (v instanceof Uint8Array) {
       if (v instanceof ByteArray) return this.scalar(v, useMemo, () => this.bytes(v, 0x6b, 1));
       return this.scalar(v, useMemo && v.length > 0, () => this.bytes(v, 0x6a, 0));
@@ -428,22 +445,6 @@ class Encoder {
       return this.createdFirst(v, useMemo, () => this.extBlob(new PyArray(code[1], data)));
     }
     if (v instanceof FreshList) return this.list(v.items);
-    const proto = Object.getPrototypeOf(v);
-    if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] !== undefined) {
-      const info = (v as Record<symbol, ClassInfo>)[CLASS];
-      const rec = v as Record<string, unknown>;
-      const fields = info.fields ?? [];
-      this.begin(v, useMemo);
-      this.objectValue(info.module, info.qualname, "ATTRS", fields, fields.map((f) => rec[f]));
-      if (this.active !== null) this.active.delete(v);
-      return;
-    }
-    if (proto === Object.prototype || proto === null) {
-      this.begin(v, useMemo);
-      this.plainObject(v as Record<string, unknown>);
-      if (this.active !== null) this.active.delete(v);
-      return;
-    }
     const allowed = this.typesByProto?.get(proto);
     if (allowed) return this.classInstance(v, allowed, useMemo);
     this.fail(`cannot write an instance of ${(v as object).constructor?.name ?? "an unknown class"} (not in types)`);
