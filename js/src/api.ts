@@ -32,7 +32,15 @@ function decodeOpened(body: OpenBody, options: DecodeOptions, inputLength: numbe
 
 /** Decodes one payload (plain, signed or compressed). Signed payloads need node:crypto here;
  * in a browser use decodeAsync. */
-export function decode(data: Uint8Array, options: DecodeOptions = {}): unknown {
+/** The input as bytes: a Uint8Array (a Node Buffer included), or an ArrayBuffer. */
+export function asBytes(data: Uint8Array | ArrayBuffer): Uint8Array {
+  if (data instanceof Uint8Array) return data;
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  throw new TypeError("amber decodes a Uint8Array or an ArrayBuffer");
+}
+
+export function decode(input: Uint8Array | ArrayBuffer, options: DecodeOptions = {}): unknown {
+  const data = asBytes(input);
   checkOptions(options);
   const keys = options.keys?.length ? resolveKeys(options.keys) : null;
   const sealed = readSealed(data, keys);
@@ -44,7 +52,8 @@ export function decode(data: Uint8Array, options: DecodeOptions = {}): unknown {
 }
 
 /** decode, verifying signatures with WebCrypto (browsers, workers, Node alike). */
-export async function decodeAsync(data: Uint8Array, options: DecodeOptions = {}): Promise<unknown> {
+export async function decodeAsync(input: Uint8Array | ArrayBuffer, options: DecodeOptions = {}): Promise<unknown> {
+  const data = asBytes(input);
   checkOptions(options);
   const keys = options.keys?.length ? await resolveKeysAsync(options.keys) : null;
   const sealed = readSealed(data, keys);
