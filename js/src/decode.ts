@@ -54,7 +54,7 @@ function isIndexKey(k: string): boolean {
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const enum F {
-  List, Tuple, Dict, ObjectDict, PlainRecord, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
+  List, Tuple, Dict, ObjectDict, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
 }
 
 class Frame {
@@ -85,9 +85,28 @@ class Frame {
   gotA = false;
   /** When tracing: the event of this value. */
   event: TraceEvent | null = null;
+  /** RecordValues: an array kept with the frame, reused from record to record. */
+  scratch: unknown[] | null = null;
   /** Dicts and sets: small-int keys seen, and their V8 hash buckets (hash flooding). */
   smiKeys = 0;
   smiCounts: Uint8Array | null = null;
+}
+
+/** The function that makes a plain record of a shape in one object literal, or null where
+ * that cannot be done (a field named __proto__, too many fields, code generation refused by
+ * a content security policy); made once per shape. */
+function recordFactory(shape: Shape): ((values: unknown[]) => object) | null {
+  if (shape.factory !== undefined) return shape.factory;
+  const fields = shape.fields!;
+  shape.factory = null;
+  if (fields.length > 64 || fields.includes("__proto__")) return null;
+  try {
+    const props = fields.map((f, i) => `${JSON.stringify(f)}: v[${i}]`).join(", ");
+    shape.factory = new Function("S", "I", `return function (v) { return { [S]: I, ${props} }; };`)(CLASS, shape.info);
+  } catch {
+    shape.factory = null;
+  }
+  return shape.factory!;
 }
 
 const HASH_LIMIT = 64;
@@ -436,6 +455,7 @@ export class BodyDecoder {
       case F.ExtBuildAfter:
       case F.ObjectFirst:
       case F.ObjectAfter:
+      case F.RecordValues:
         f.values![f.count - f.remaining] = v;
         return --f.remaining === 0;
     }
@@ -464,6 +484,12 @@ export class BodyDecoder {
       case F.Set:
         this.depth--;
         return f.container;
+      case F.RecordValues: {
+        this.depth--;
+        const record = f.shape!.factory!(f.values!);
+        f.values!.fill(undefined);
+        return record;
+      }
       case F.TupleList:
         this.depth -= 2;
         return f.container;
@@ -618,7 +644,7 @@ export class BodyDecoder {
         case F.TupleList: ev.info = ["tuple_list", f.remaining, f.arity]; break;
         case F.Supersede: ev.info = ["supersede"]; break;
         case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
-        case F.ObjectFirst: case F.ObjectAfter: case F.PlainRecord: {
+        case F.ObjectFirst: case F.ObjectAfter: case F.PlainRecord: case F.RecordValues: {
           const sh = f.shape!;
           ev.info = ["object", this.lastShapeNumber, this.lastShapeDefined, [sh.module, sh.qualname, sh.kind, sh.fields]];
           break;
@@ -1114,6 +1140,19 @@ export class BodyDecoder {
     if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
     this.charge(cost.object(k), at);
     if (shape.allowed === null && shape.kind === "ATTRS" && this.options.placeholders === "plain") {
+      if (trackOff < 0 && k > 0) {
+        const factory = recordFactory(shape);
+        if (factory !== null) {
+          // No REF can refer to an untracked record, so it may be made once its values are
+          // read, by one object literal of the shape's fields (as msgpackr's records are).
+          const f = this.pushFrame(F.RecordValues, at);
+          f.shape = shape;
+          f.values = f.scratch !== null && f.scratch.length >= k ? f.scratch : (f.scratch = newArray(k));
+          f.remaining = k;
+          f.count = k;
+          return PENDING;
+        }
+      }
       // A record: a plain object of the fields, with the class under the CLASS symbol.
       const record: Record<string | symbol, unknown> = {};
       record[CLASS] = shape.info;

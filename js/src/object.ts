@@ -42,6 +42,8 @@ export interface Shape {
   allowed: AllowedClass | null;
   /** What a plain record carries under CLASS (one object per shape). */
   info: ClassInfo;
+  /** Makes a plain record from the values (made on first use; null: not possible). */
+  factory?: ((values: unknown[]) => object) | null;
 }
 
 /** The class of a plain record (decode option placeholders: "plain"). */
