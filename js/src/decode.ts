@@ -54,7 +54,7 @@ function isIndexKey(k: string): boolean {
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const enum F {
-  List, Tuple, Dict, ObjectDict, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
+  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
 }
 
 class Frame {
@@ -85,8 +85,9 @@ class Frame {
   gotA = false;
   /** When tracing: the event of this value. */
   event: TraceEvent | null = null;
-  /** RecordValues: an array kept with the frame, reused from record to record. */
+  /** RecordValues and DictRecord: arrays kept with the frame, reused from record to record. */
   scratch: unknown[] | null = null;
+  keyScratch: string[] | null = null;
   /** Dicts and sets: small-int keys seen, and their V8 hash buckets (hash flooding). */
   smiKeys = 0;
   smiCounts: Uint8Array | null = null;
@@ -107,6 +108,44 @@ function recordFactory(shape: Shape): ((values: unknown[]) => object) | null {
     shape.factory = null;
   }
   return shape.factory!;
+}
+
+const MAX_RECORD_KEYS = 16;
+
+/** Key sequences met so far, as a trie, each with the function that makes an object of
+ * those keys by one literal (generated at its second use). Bounded: past MAX_TRIE_NODES
+ * new sequences are made key by key. Only the keys' strings are kept, never values. */
+interface KeyNode { next: Map<string, KeyNode> | null; uses: number; make: ((v: unknown[]) => object) | null | undefined }
+const keyTrie: KeyNode = { next: null, uses: 0, make: undefined };
+let trieNodes = 0;
+const MAX_TRIE_NODES = 20000;
+
+function makeDictRecord(keys: string[], values: unknown[], n: number): object {
+  let node: KeyNode | undefined = keyTrie;
+  for (let i = 0; i < n && node !== undefined; i++) {
+    let next: KeyNode | undefined = node.next?.get(keys[i]);
+    if (next === undefined && trieNodes < MAX_TRIE_NODES) {
+      next = { next: null, uses: 0, make: undefined };
+      (node.next ??= new Map()).set(keys[i], next);
+      trieNodes++;
+    }
+    node = next;
+  }
+  if (node !== undefined && ++node.uses >= 2) {
+    if (node.make === undefined) {
+      node.make = null;
+      try {
+        const props = keys.slice(0, n).map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(", ");
+        node.make = new Function(`return function (v) { return { ${props} }; };`)();
+      } catch {
+        // code generation refused (a content security policy): key by key below
+      }
+    }
+    if (node.make) return node.make(values);
+  }
+  const obj: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
+  return obj;
 }
 
 const HASH_LIMIT = 64;
@@ -329,7 +368,7 @@ export class BodyDecoder {
     for (;;) {
       if (this.sp > 0) {
         const top = stack[this.sp - 1];
-        if (top.type === F.Dict || top.type === F.ObjectDict) {
+        if (top.type === F.Dict || top.type === F.ObjectDict || top.type === F.DictRecord) {
           if (top.expectKey) {
             top.childAt = this.pos;
             // The common key: an untracked SHORT_STR, read through the key cache.
@@ -341,12 +380,7 @@ export class BodyDecoder {
                 this.charge(cost.str(n), this.pos);
                 const key = this.cachedStr(start, n);
                 this.pos = start + n;
-                if (top.type === F.ObjectDict && isIndexKey(key)) this.toMap(top);
-                if (top.type === F.ObjectDict ? hasOwn.call(top.container, key) : top.container.has(key)) {
-                  throw this.err("duplicate_key", top.childAt);
-                }
-                top.key = key;
-                top.expectKey = false;
+                this.acceptStrKey(top, key);
                 continue;
               }
             } else if (tag === 0x93 && this.tracer === null) {
@@ -358,12 +392,7 @@ export class BodyDecoder {
                 this.deliver(top, key);
                 continue;
               }
-              if (top.type === F.ObjectDict && isIndexKey(key)) this.toMap(top);
-              if (top.type === F.ObjectDict ? hasOwn.call(top.container, key) : top.container.has(key)) {
-                throw this.err("duplicate_key", top.childAt);
-              }
-              top.key = key;
-              top.expectKey = false;
+              this.acceptStrKey(top, key);
               continue;
             }
           }
@@ -390,6 +419,18 @@ export class BodyDecoder {
   /** Gives a complete child value to the open frame; true when the frame is then complete. */
   private deliver(f: Frame, v: unknown): boolean {
     switch (f.type) {
+      case F.DictRecord:
+        if (f.expectKey) {
+          if (typeof v === "string") {
+            this.acceptStrKey(f, v);
+            return false;
+          }
+          this.recordToObject(f);
+          return this.deliver(f, v);
+        }
+        f.values![f.rowIndex++] = v;
+        f.expectKey = true;
+        return --f.remaining === 0;
       case F.List:
       case F.Tuple:
         f.container[f.count - f.remaining] = v;
@@ -484,6 +525,13 @@ export class BodyDecoder {
       case F.Set:
         this.depth--;
         return f.container;
+      case F.DictRecord: {
+        this.depth--;
+        const n = f.rowIndex;
+        const made = makeDictRecord(f.keyScratch!, f.values!, n);
+        f.values!.fill(undefined, 0, n);
+        return made;
+      }
       case F.RecordValues: {
         this.depth--;
         const record = f.shape!.factory!(f.values!);
@@ -575,6 +623,42 @@ export class BodyDecoder {
     }
   }
 
+  /** A str key for a dict frame: checked for duplicates and kept until its value comes. */
+  private acceptStrKey(f: Frame, key: string): void {
+    if (f.type === F.DictRecord) {
+      if (key === "__proto__" || isIndexKey(key)) {
+        this.recordToObject(f);
+        return this.acceptStrKey(f, key);
+      }
+      const keys = f.keyScratch!;
+      for (let i = 0; i < f.rowIndex; i++) if (keys[i] === key) throw this.err("duplicate_key", f.childAt);
+      keys[f.rowIndex] = key;
+      f.key = key;
+      f.expectKey = false;
+      return;
+    }
+    if (f.type === F.ObjectDict && isIndexKey(key)) this.toMap(f);
+    if (f.type === F.ObjectDict ? hasOwn.call(f.container, key) : f.container.has(key)) {
+      throw this.err("duplicate_key", f.childAt);
+    }
+    f.key = key;
+    f.expectKey = false;
+  }
+
+  /** A dict being collected as a record met a key a literal cannot take: it becomes an
+   * object (or then a Map) made pair by pair from what it has so far. */
+  private recordToObject(f: Frame): void {
+    const obj: Record<string, unknown> = {};
+    const keys = f.keyScratch!, values = f.values!;
+    for (let i = 0; i < f.rowIndex; i++) {
+      obj[keys[i]] = values[i];
+      values[i] = undefined;
+    }
+    f.container = obj;
+    f.type = F.ObjectDict;
+    f.values = null;
+  }
+
   /** An object-mode dict met a key an object cannot keep in order: it becomes a Map. */
   private toMap(f: Frame): void {
     const obj = f.container as Record<string, unknown>;
@@ -649,7 +733,7 @@ export class BodyDecoder {
           ev.info = ["object", this.lastShapeNumber, this.lastShapeDefined, [sh.module, sh.qualname, sh.kind, sh.fields]];
           break;
         }
-        case F.Dict: case F.ObjectDict: case F.List: case F.Tuple: case F.Set: case F.FrozenSet:
+        case F.Dict: case F.ObjectDict: case F.DictRecord: case F.List: case F.Tuple: case F.Set: case F.FrozenSet:
           ev.info = ["container", f.remaining];
           break;
       }
@@ -927,6 +1011,18 @@ export class BodyDecoder {
     this.charge(cost.dict(n), at);
     // A dict that a REF may refer to stays a Map: it must not change type once handed out.
     const asObject = this.objectDicts && trackOff < 0;
+    if (asObject && n > 0 && n <= MAX_RECORD_KEYS) {
+      // An untracked dict of a few str keys: its pairs are collected and the object is made
+      // at the end by one literal of its key sequence (record payloads repeat a few).
+      const f = this.pushFrame(F.DictRecord, at);
+      f.values = f.scratch ??= newArray(MAX_RECORD_KEYS);
+      f.keyScratch ??= new Array<string>(MAX_RECORD_KEYS).fill("");
+      f.rowIndex = 0;
+      f.remaining = n;
+      f.count = n;
+      f.expectKey = true;
+      return PENDING;
+    }
     const map = asObject ? {} : new Map();
     if (trackOff >= 0) this.record(trackOff, map);
     if (n === 0) {

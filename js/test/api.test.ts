@@ -230,3 +230,16 @@ test("canonical sortKeys orders dicts but not the dict inside an OrderedDict (sp
   assert.deepEqual([...back[0].keys()], ["b", "a"]);
   assert.deepEqual([...back[1].keys()], ["a", "b"]);
 });
+
+test("dicts as objects: a __proto__ key is an own property, never the prototype", () => {
+  const src = JSON.parse('[{"__proto__":1,"x":2},{"x":2,"__proto__":{"polluted":true}},{"a":1},{"a":2}]');
+  const payload = encode(src);
+  for (const placeholders of [true, "plain" as const]) {
+    const back = decode(payload, { dicts: "object", placeholders }) as Record<string, unknown>[];
+    assert.deepEqual(Object.keys(back[0]), ["__proto__", "x"]);
+    assert.equal(Object.getPrototypeOf(back[1]), Object.prototype);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    assert.deepEqual(Object.keys(back[1]), ["x", "__proto__"]);
+    assert.equal(toHex(encode(back)), toHex(payload));
+  }
+});
