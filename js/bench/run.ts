@@ -6,6 +6,8 @@
 
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join, dirname } from "node:path";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { Packr } from "msgpackr";
 import * as msgpack from "@msgpack/msgpack";
 import { Encoder as CborEncoder } from "cbor-x";
@@ -77,6 +79,9 @@ function timeAll(fns: (() => unknown)[], rounds = ROUNDS): number[] {
   const best = fns.map(() => Infinity);
   for (let r = 0; r < rounds; r++) {
     fns.forEach((fn, i) => {
+      // Each batch starts on a collected heap, so that no codec pays for the garbage of
+      // the one timed before it.
+      collect?.();
       const t0 = process.hrtime.bigint();
       for (let k = 0; k < sizes[i]; k++) fn();
       best[i] = Math.min(best[i], Number(process.hrtime.bigint() - t0) / 1e9 / sizes[i]);
@@ -86,16 +91,15 @@ function timeAll(fns: (() => unknown)[], rounds = ROUNDS): number[] {
 }
 
 const ROUNDS = Number(process.env.AMBER_JS_BENCH_ROUNDS ?? "7");
+const collect = (globalThis as { gc?: () => void }).gc;
 
 const fmt = (s: number) => (s >= 1e-3 ? `${(s * 1e3).toFixed(2)} ms` : `${(s * 1e6).toFixed(1)} µs`);
 
-function main(): void {
-  const [dir, out] = process.argv.slice(2);
-  const index: { name: string; description: string }[] = JSON.parse(readFileSync(join(dir, "index.json"), "utf8"));
-  const rows: string[] = [];
-  const ratios: { name: string; decode: number; decodeObject: number; encode: number; decodeRecords: number }[] = [];
-  for (const p of index) {
-    const bytes = new Uint8Array(readFileSync(join(dir, `${p.name}.amber`)));
+type Results = Record<string, { enc: number; dec: number; size: number } | null>;
+
+/** Times every codec on one payload (in a process of its own, see main). */
+function measure(dir: string, name: string): Results {
+    const bytes = new Uint8Array(readFileSync(join(dir, `${name}.amber`)));
     const value = decode(bytes, { placeholders: true });
     const plainValue = plain(value);
     const results: Record<string, { enc: number; dec: number; size: number } | null> = {};
@@ -115,18 +119,54 @@ function main(): void {
     usable.forEach((u, i) => {
       results[u.c.name] = { dec: dec[i], enc: enc[i], size: typeof u.encoded === "string" ? Buffer.byteLength(u.encoded) : u.encoded.length };
     });
-    const a = results.amber!;
-    const ao = results["amber (objects)"]!;
-    const peers = codecs.slice(2).map((c) => results[c.name]).filter((r): r is NonNullable<typeof r> => r !== null);
-    const bestDec = Math.min(...peers.map((r) => r.dec));
-    const bestEnc = Math.min(...peers.map((r) => r.enc));
-    const rec = results["msgpackr records"];
-    ratios.push({ name: p.name, decode: bestDec / a.dec, decodeObject: bestDec / ao.dec, encode: bestEnc / a.enc, decodeRecords: rec ? rec.dec / ao.dec : NaN });
-    const cell = (r: (typeof results)[string]) => (r ? `${fmt(r.dec)} / ${fmt(r.enc)} / ${r.size}` : "n/a");
-    rows.push(`| ${p.name} | ${codecs.map((c) => cell(results[c.name])).join(" | ")} |`);
-    console.log(`${p.name}: amber decode ${fmt(a.dec)}, encode ${fmt(a.enc)}; best peer decode ${fmt(bestDec)}, encode ${fmt(bestEnc)}`);
+    return results;
+}
+
+function main(): void {
+  const [dir, out, one] = process.argv.slice(2);
+  if (out === "--one") {
+    process.stdout.write(JSON.stringify(measure(dir, one)));
+    return;
   }
+  const index: { name: string; description: string }[] = JSON.parse(readFileSync(join(dir, "index.json"), "utf8"));
   const geo = (xs: number[]) => Math.exp(xs.filter((x) => Number.isFinite(x)).reduce((s, x) => s + Math.log(x), 0) / xs.filter((x) => Number.isFinite(x)).length);
+
+  /** One pass over the payloads, with the peers' environment `env`; its tables. */
+  const pass = (env: Record<string, string>): string[] => {
+    const rows: string[] = [];
+    const ratios: { name: string; decode: number; decodeObject: number; encode: number; decodeRecords: number }[] = [];
+    for (const p of index) {
+      // Each payload in a fresh process: no codec inherits the JIT state or the heap that
+      // the payloads before it left.
+      const results: Results = JSON.parse(execFileSync(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), dir, "--one", p.name], { encoding: "utf8", maxBuffer: 1 << 24, env: { ...process.env, ...env } }));
+      const a = results.amber!;
+      const ao = results["amber (objects)"]!;
+      const peers = codecs.slice(2).map((c) => results[c.name]).filter((r): r is NonNullable<typeof r> => r !== null);
+      const bestDec = Math.min(...peers.map((r) => r.dec));
+      const bestEnc = Math.min(...peers.map((r) => r.enc));
+      const rec = results["msgpackr records"];
+      ratios.push({ name: p.name, decode: bestDec / a.dec, decodeObject: bestDec / ao.dec, encode: bestEnc / a.enc, decodeRecords: rec ? rec.dec / ao.dec : NaN });
+      const cell = (r: (typeof results)[string]) => (r ? `${fmt(r.dec)} / ${fmt(r.enc)} / ${r.size}` : "n/a");
+      rows.push(`| ${p.name} | ${codecs.map((c) => cell(results[c.name])).join(" | ")} |`);
+      console.log(`${p.name}: amber decode ${fmt(a.dec)}, encode ${fmt(a.enc)}; best peer decode ${fmt(bestDec)}, encode ${fmt(bestEnc)}`);
+    }
+    return [
+      `| payload | ${codecs.map((c) => c.name).join(" | ")} |`,
+      `|---|${codecs.map(() => "---").join("|")}|`,
+      ...rows,
+      "",
+      "Ratios (above 1: amber is faster):",
+      "",
+      "| payload | decode: fastest peer / amber | decode: fastest peer / amber (objects) | decode: msgpackr records / amber (objects) | encode: fastest peer / amber |",
+      "|---|---|---|---|---|",
+      ...ratios.map((r) => `| ${r.name} | ${r.decode.toFixed(2)} | ${r.decodeObject.toFixed(2)} | ${Number.isFinite(r.decodeRecords) ? r.decodeRecords.toFixed(2) : "n/a"} | ${r.encode.toFixed(2)} |`),
+      `| geometric mean | ${geo(ratios.map((r) => r.decode)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeObject)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeRecords)).toFixed(2)} | ${geo(ratios.map((r) => r.encode)).toFixed(2)} |`,
+    ];
+  };
+  console.log("== peers as installed (msgpackr and cbor-x with their native string extraction)");
+  const native = pass({});
+  console.log("== peers in pure JS");
+  const pureJs = pass({ MSGPACKR_NATIVE_ACCELERATION_DISABLED: "true", CBOR_NATIVE_ACCELERATION_DISABLED: "true" });
   const md = [
     "# amber in Node: against msgpackr, @msgpack/msgpack, cbor-x and JSON",
     "",
@@ -134,20 +174,23 @@ function main(): void {
     "given scale, written by the Python implementation. amber decodes them in JS as Maps and Placeholders (its",
     "default mapping) and, as \"amber (objects)\", with `dicts: \"object\"` and `placeholders: \"plain\"` (str-keyed",
     "dicts and class instances as plain objects); the other codecs take the plain JS form of the same data.",
-    "Each cell: decode / encode time per call / encoded bytes. The codecs are timed in rounds, one batch of",
-    "each per round, and the best batch counts, so that load from elsewhere slows them alike. JSON cannot hold",
-    "bigints: n/a.",
+    "Each payload is timed in a fresh Node process, each batch after a full GC. Each cell: decode / encode time",
+    "per call / encoded bytes. The codecs are timed in rounds, one batch of each per round, and the best batch",
+    "counts, so that load from elsewhere slows them alike. JSON cannot hold bigints: n/a.",
     "",
-    `| payload | ${codecs.map((c) => c.name).join(" | ")} |`,
-    `|---|${codecs.map(() => "---").join("|")}|`,
-    ...rows,
+    "## Peers as installed",
     "",
-    "## Ratios (above 1: amber is faster)",
+    "msgpackr and cbor-x load their native add-ons (msgpackr-extract, cbor-extract) when present, as they are",
+    "here: strings are then extracted in C++ in one call per buffer. amber is JavaScript only.",
     "",
-    "| payload | decode: fastest peer / amber | decode: fastest peer / amber (objects) | decode: msgpackr records / amber (objects) | encode: fastest peer / amber |",
-    "|---|---|---|---|---|",
-    ...ratios.map((r) => `| ${r.name} | ${r.decode.toFixed(2)} | ${r.decodeObject.toFixed(2)} | ${Number.isFinite(r.decodeRecords) ? r.decodeRecords.toFixed(2) : "n/a"} | ${r.encode.toFixed(2)} |`),
-    `| geometric mean | ${geo(ratios.map((r) => r.decode)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeObject)).toFixed(2)} | ${geo(ratios.map((r) => r.decodeRecords)).toFixed(2)} | ${geo(ratios.map((r) => r.encode)).toFixed(2)} |`,
+    ...native,
+    "",
+    "## Peers in pure JavaScript",
+    "",
+    "The same, with MSGPACKR_NATIVE_ACCELERATION_DISABLED and CBOR_NATIVE_ACCELERATION_DISABLED set: every codec",
+    "in JavaScript, as in a browser.",
+    "",
+    ...pureJs,
     "",
   ].join("\n");
   mkdirSync(dirname(out), { recursive: true });
