@@ -75,6 +75,12 @@ function batchSize(fn: () => unknown): number {
 /** Seconds per call of each function: batches are taken in rounds, one batch of each per
  * round, and the best batch counts, so that a busy machine slows every codec alike. */
 function timeAll(fns: (() => unknown)[], rounds = ROUNDS): number[] {
+  // Warm up first: in a fresh process the optimizing compiler needs many calls of a large
+  // decoder before it has compiled it, and the first rounds would time the interpreter.
+  for (const fn of fns) {
+    const until = Date.now() + WARMUP_MS;
+    do fn(); while (Date.now() < until);
+  }
   const sizes = fns.map(batchSize);
   const best = fns.map(() => Infinity);
   for (let r = 0; r < rounds; r++) {
@@ -91,6 +97,7 @@ function timeAll(fns: (() => unknown)[], rounds = ROUNDS): number[] {
 }
 
 const ROUNDS = Number(process.env.AMBER_JS_BENCH_ROUNDS ?? "7");
+const WARMUP_MS = Number(process.env.AMBER_JS_BENCH_WARMUP_MS ?? "300");
 const collect = (globalThis as { gc?: () => void }).gc;
 
 const fmt = (s: number) => (s >= 1e-3 ? `${(s * 1e3).toFixed(2)} ms` : `${(s * 1e6).toFixed(1)} µs`);
