@@ -2,6 +2,7 @@
 
 import { DecodeError } from "./errors.js";
 import { BodyDecoder, HARD_MAX_DEPTH, type ValueOptions } from "./decode.js";
+import { defaultAllocBudget } from "./limits.js";
 import {
   readSealed, openSealed, signatureMatches, resolveKeys, resolveKeysAsync, hmacSync, hmacAsync,
   type EnvelopeOptions, type OpenBody,
@@ -42,6 +43,13 @@ export function asBytes(data: Uint8Array | ArrayBuffer): Uint8Array {
 export function decode(input: Uint8Array | ArrayBuffer, options: DecodeOptions = {}): unknown {
   const data = asBytes(input);
   checkOptions(options);
+  if (data.length > 3 && data[0] === 0xab && data[1] === 0x41 && data[2] === 0x01 && !options.keys?.length) {
+    // A plain payload (no envelope, no keys): straight to the body, which starts at byte 3.
+    // Small payloads (cache entries, queue messages) would otherwise pay the envelope's
+    // bookkeeping on every call.
+    const maxAlloc = options.maxAlloc ?? defaultAllocBudget(data.length);
+    return new BodyDecoder(data, 3, data.length, 3, options, 0, maxAlloc, 16 * data.length + (1 << 20)).decode();
+  }
   const keys = options.keys?.length ? resolveKeys(options.keys) : null;
   const sealed = readSealed(data, keys);
   if (sealed.signed) {

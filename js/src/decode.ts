@@ -257,7 +257,7 @@ export class BodyDecoder {
   private usedBuffers: Set<string> | null = null;
   private hashWork = 0;
   private hashBudget: number;
-  private fingerprints = new Map<object, string>();
+  private fingerprints: Map<object, string> | null = null;
   /** When set, every value met is recorded here (amber inspect). */
   tracer: TraceEvent[] | null = null;
   private trackedIndex = new Map<number, number>();
@@ -690,10 +690,11 @@ export class BodyDecoder {
   /** Fingerprint of a structured key (tuple, frozenset, ...), cached per object, with the
    * work charged to the hashing budget. Returns null when the budget is spent. */
   fingerprint(v: object, make: () => string): string | null {
-    let fp = this.fingerprints.get(v);
+    const fingerprints = (this.fingerprints ??= new Map());
+    let fp = fingerprints.get(v);
     if (fp === undefined) {
       fp = make();
-      this.fingerprints.set(v, fp);
+      fingerprints.set(v, fp);
     }
     this.hashWork += fp.length;
     return this.hashWork > this.hashBudget ? null : fp;
