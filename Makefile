@@ -23,7 +23,8 @@ PYTHON_VERSIONS := 3.10 3.11 3.12 3.13
 # between versions (dict tables, str kinds, int digits).
 CORE_TESTS := tests/test_roundtrip.py tests/test_vectors.py tests/test_hostile.py \
 	tests/test_hostile_classes.py tests/test_classes.py tests/test_out_of_band.py \
-	tests/test_dict_templates.py tests/test_cpython_layouts.py
+	tests/test_dict_templates.py tests/test_cpython_layouts.py tests/test_class_patterns.py \
+	tests/test_parts.py
 # Prints the interpreter of version $$v (its sys.executable), or nothing. pyenv's shims
 # answer only for the versions pyenv is set to, hence PYENV_VERSION.
 FIND_PYTHON = python$$v -c 'import sys; print(sys.executable)' 2>/dev/null || \
@@ -230,6 +231,7 @@ bench: build-release js-bench
 	$(PY) bench/stream_throughput.py --out bench/results/stream_throughput.md
 	$(PY) bench/integrations.py --out bench/results
 	$(PY) bench/threads.py > bench/results/threads.md
+	$(PY) bench/class_patterns.py --out bench/results/class_patterns.md
 
 # The side-by-side table on every supported CPython found (the default one included), each
 # in a release build of its own (.venv-bench-py3.X), with the fast peers; the ratios to the

@@ -47,7 +47,7 @@ def install(app: Any) -> dict[str, Any]:
 
     @app.task(name="amber_test.unencodable")
     def unencodable() -> Any:
-        return {"callback": len}
+        return {"callback": lambda: None}
 
     @app.task(name="amber_test.make_secret")
     def make_secret() -> Any:

@@ -50,6 +50,7 @@ import os
 import pathlib
 import struct
 import sys
+import types
 import uuid
 import zoneinfo
 from pathlib import Path
@@ -68,6 +69,8 @@ PYTHON_NAMESPACE: dict[str, Any] = {
     "pathlib": pathlib,
     "uuid": uuid,
     "zoneinfo": zoneinfo,
+    # The one constant a SINGLETON expression needs a name for (``...`` is a literal).
+    "NotImplemented": NotImplemented,
 }
 
 # The builtins a DEFAULTDICT factory may name (spec section 5.16).
@@ -76,7 +79,7 @@ DEFAULTDICT_FACTORIES: dict[str, Any] = {
     for f in (list, dict, set, int, float, str, bytes, tuple, frozenset, bool, complex, bytearray)
 }
 
-CREATE_FIRST_EXT = ("DEQUE", "ORDERED_DICT", "COUNTER", "DEFAULTDICT")
+CREATE_FIRST_EXT = ("DEQUE", "ORDERED_DICT", "COUNTER", "DEFAULTDICT", "NAMESPACE")
 BUILD_AFTER_EXT = {"FRACTION": fractions.Fraction, "RANGE": range, "SLICE": slice}
 
 
@@ -150,7 +153,9 @@ def classes_in(node: Any) -> list[type]:
             stack.extend(reversed(n))
         elif isinstance(n, dict):
             if isinstance(n.get("object"), dict) and "values" in n:
-                found.setdefault(object_class(n["object"]))
+                # builtins are the spec's fixed tables: a decoder needs no allow-list for them
+                if n["object"]["module"] != "builtins":
+                    found.setdefault(object_class(n["object"]))
             stack.extend(reversed(list(n.values())))
     return list(found)
 
@@ -294,6 +299,13 @@ class _Builder:
                 for child in self._items_of(items, "list"):
                     obj.append(self.build(child))
                 return obj
+            if code == "NAMESPACE":
+                (attrs,) = values
+                obj = types.SimpleNamespace()
+                self.built[key] = obj
+                for k, v in self._items_of(attrs, "dict"):
+                    setattr(obj, self.build(k), self.build(v))
+                return obj
             if code == "DEFAULTDICT":
                 factory_node, pairs = values
                 factory = self.build(factory_node)
@@ -323,6 +335,8 @@ class _Builder:
         cls = object_class(shape)
         kind = shape["kind"]
         values = node["values"]
+        if kind in PARTS_KINDS:
+            return self._build_parts(key, cls, kind, values)
         if kind in ("ATTRS", "STATE"):
             obj = cls.__new__(cls)
             self.built[key] = obj
@@ -345,6 +359,63 @@ class _Builder:
             raise NotationError(f"object kind {kind!r} has no notation builder")
         self.built[key] = obj
         return obj
+
+    def _build_parts(self, key: int, cls: Any, kind: str, values: list[Any]) -> Any:
+        """The kinds of spec 5.17.3 made from their parts, built as pickle builds them: a
+        MUTABLE_SUBCLASS instance first, the others from their first value, then the rest."""
+        if kind == "GLOBAL":
+            self.built[key] = cls
+            return cls
+        if kind == "MUTABLE_SUBCLASS":
+            obj = cls()
+            self.built[key] = obj
+            value, state = (self.build(v) for v in values)
+            obj.update(value)
+            if state is not None:
+                obj.__dict__.update(state)
+            return obj
+        first = self.build(values[0])
+        if key in self.built:  # an inner occurrence became the object (a cycle)
+            return self.built[key]
+        if kind == "VALUE_SUBCLASS":
+            obj = cls(first)
+        elif kind == "REDUCE":
+            obj = cls(*first)
+        elif kind == "NEWOBJ":
+            obj = cls.__new__(cls, *first)
+        elif kind in ("REDUCE_KW", "NEWOBJ_KW"):
+            args, kwargs = first
+            obj = cls(*args, **kwargs) if kind == "REDUCE_KW" else cls.__new__(cls, *args, **kwargs)
+        elif kind == "EXCEPTION":
+            base = next(b for b in cls.__mro__ if b.__module__ == "builtins")
+            obj = base.__new__(cls, *first)
+            base.__init__(obj, *first)
+        else:
+            raise NotationError(f"object kind {kind!r} has no notation builder")
+        self.built[key] = obj
+        rest = [self.build(v) for v in values[1:]]
+        if kind == "EXCEPTION":
+            state, obj.__cause__, obj.__context__, obj.__suppress_context__ = rest
+        else:
+            state = rest[0]
+        if state is not None:
+            if hasattr(obj, "__setstate__"):
+                obj.__setstate__(state)
+            else:
+                obj.__dict__.update(state)
+        return obj
+
+
+PARTS_KINDS = (
+    "MUTABLE_SUBCLASS",
+    "VALUE_SUBCLASS",
+    "GLOBAL",
+    "REDUCE",
+    "NEWOBJ",
+    "EXCEPTION",
+    "REDUCE_KW",
+    "NEWOBJ_KW",
+)
 
 
 def build(node: Any) -> Any:

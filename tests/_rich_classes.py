@@ -432,6 +432,20 @@ class MyInt(int):
     pass
 
 
+class Boxed:
+    """Its own ``__reduce__`` (REDUCE): the class, no arguments, and a state that
+    ``__setstate__`` stores whole; the state may hold the instance itself."""
+
+    def __init__(self, state: Any = None) -> None:
+        self.state = state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Boxed, (), self.state)
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
 # --------------------------------------------------------------------------- collections
 
 # Every class a round trip of the classes above needs in types=[...].
@@ -452,6 +466,10 @@ ALL_CLASSES: list[type] = [
     Slotted,
     KwOnly,
     Linked,
+    MyDict,
+    MyList,
+    MyInt,
+    Boxed,
 ]
 if HAVE_ATTRS:
     ALL_CLASSES += [AttrsPoint, AttrsFrozen]

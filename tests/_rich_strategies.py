@@ -25,6 +25,7 @@ import warnings
 from collections import Counter, OrderedDict, defaultdict, deque
 from decimal import Decimal
 from fractions import Fraction
+from types import SimpleNamespace
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -48,6 +49,15 @@ OBJECT, EXT = 0x77, 0x76
 ATTRS, STATE, TUPLE_FIELDS, ENUM, CUSTOM = 0, 1, 2, 3, 4
 KIND_NAMES = {ATTRS: "ATTRS", STATE: "STATE", TUPLE_FIELDS: "TUPLE_FIELDS", ENUM: "ENUM"}
 KIND_NAMES[CUSTOM] = "CUSTOM"
+MUTABLE_SUBCLASS, VALUE_SUBCLASS, GLOBAL, REDUCE, NEWOBJ, EXCEPTION = range(5, 11)
+KIND_NAMES |= {
+    MUTABLE_SUBCLASS: "MUTABLE_SUBCLASS",
+    VALUE_SUBCLASS: "VALUE_SUBCLASS",
+    GLOBAL: "GLOBAL",
+    REDUCE: "REDUCE",
+    NEWOBJ: "NEWOBJ",
+    EXCEPTION: "EXCEPTION",
+}
 
 EXT_CODES = {
     "DATE": 0x01,
@@ -71,6 +81,8 @@ EXT_CODES = {
     "IP_INTERFACE": 0x13,
     "NDARRAY": 0x14,
     "NUMPY_SCALAR": 0x15,
+    "NAMESPACE": 0x17,
+    "SINGLETON": 0x18,
 }
 
 NEW_ERROR_KINDS = frozenset(
@@ -330,6 +342,12 @@ class _RichDiff:
 
     def visit_structure(self, e: Any, a: Any, path: str) -> str | None:
         push: list[tuple[Any, Any, str]] = []
+        if type(e).__module__ != "builtins" and isinstance(e, _BUILTIN_BASES):
+            # A subclass of a builtin type: its attributes, beside the builtin part below.
+            ed, ad = getattr(e, "__dict__", {}), getattr(a, "__dict__", {})
+            if set(ed) != set(ad):
+                return f"attributes differ: expected {sorted(ed)}, got {sorted(ad)}"
+            push += [(v, ad[k], f"{path}.{k}") for k, v in ed.items()]
         if isinstance(e, array.array):
             if (e.typecode, e.tobytes()) != (a.typecode, a.tobytes()):
                 return f"expected {_short(e)}, got {_short(a)}"
@@ -378,6 +396,9 @@ class _RichDiff:
                 push += [(v, as_[k], f"{path}.{k}") for k, v in es.items()]
         self.stack.extend(reversed(push))
         return None
+
+
+_BUILTIN_BASES = (list, dict, set, frozenset, tuple, str, bytes, bytearray, int, float, complex)
 
 
 def rich_diff(expected: Any, actual: Any) -> str | None:
@@ -686,6 +707,12 @@ def _slots_only(a: Any, b: Any, drop_b: bool) -> rc.SlotsOnly:
     return obj
 
 
+def _my_dict(items: dict[Any, Any], tag: Any) -> rc.MyDict:
+    obj = rc.MyDict(items)
+    obj.tag = tag
+    return obj
+
+
 def class_instances(children: Any) -> Any:
     """Instances of the _rich_classes classes holding values drawn from `children`."""
     small = st.integers(-(2**70), 2**70)
@@ -705,6 +732,18 @@ def class_instances(children: Any) -> Any:
         st.builds(rc.WithState, children, children),
         st.builds(rc.WithStateDict, children),
         st.builds(rc.Linked, children, st.none()),
+        # Subclasses of builtins (an attribute beside the builtin part), a class with its own
+        # __reduce__, and namespaces: the forms that need their parts (spec 5.17.3).
+        st.builds(_my_dict, st.dictionaries(keys, children, max_size=3), children),
+        st.builds(rc.MyList, st.lists(children, max_size=3)),
+        st.builds(rc.MyInt, st.integers(-(2**70), 2**70)),
+        st.builds(rc.Boxed, children),
+        st.builds(
+            lambda attrs: SimpleNamespace(**attrs),
+            st.dictionaries(
+                st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), children, max_size=3
+            ),
+        ),
     ]
     if rc.HAVE_ATTRS:
         options.append(st.builds(rc.AttrsPoint, children, children, st.lists(children, max_size=2)))

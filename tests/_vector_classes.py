@@ -7,6 +7,7 @@ the classes' names, fields and kinds in step with the vectors.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -84,14 +85,107 @@ def make_local() -> type:
 
 Local = make_local()
 
+
+class MyDict(dict):  # type: ignore[type-arg]
+    """MUTABLE_SUBCLASS."""
+
+
+class Tag(str):
+    """VALUE_SUBCLASS (instances may carry attributes)."""
+
+
+class Box:
+    """REDUCE: its own ``__reduce__`` names the class, no arguments, and its state, which
+    ``__setstate__`` stores whole (a state that contains the box keeps the cycle)."""
+
+    def __init__(self) -> None:
+        self.state: Any = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Box, (), self.state)
+
+    def __setstate__(self, state: Any) -> None:
+        self.state = state
+
+
+class Fixed:
+    """NEWOBJ: ``__new__`` needs the value ``__getnewargs__`` gives."""
+
+    value: Any
+
+    def __new__(cls, value: Any) -> Fixed:
+        self = super().__new__(cls)
+        self.value = value
+        return self
+
+    def __getnewargs__(self) -> tuple[Any]:
+        return (self.value,)
+
+
+class KwOnly:
+    """NEWOBJ_KW: ``__new__`` takes a keyword argument (``__getnewargs_ex__``)."""
+
+    a: Any
+
+    def __new__(cls, *, a: Any) -> KwOnly:
+        self = super().__new__(cls)
+        self.a = a
+        return self
+
+    def __getnewargs_ex__(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return ((), {"a": self.a})
+
+
+class StructLike:
+    """REDUCE_KW: shaped like a ``msgspec.Struct`` (its field names and a config), which
+    amber writes as a call of the class with the fields by name."""
+
+    __struct_fields__ = ("a", "b")
+    __struct_config__ = "config"
+
+    def __init__(self, a: Any, b: Any) -> None:
+        self.a = a
+        self.b = b
+
+
+class AppError(Exception):
+    """EXCEPTION of an application: its ``__init__`` takes other arguments than it passes on."""
+
+    def __init__(self, code: Any) -> None:
+        super().__init__(f"code {code}")
+        self.code = code
+
+
 CLASSES: dict[tuple[str, str], type] = {
     (cls.__module__, cls.__qualname__): cls
-    for cls in (Point, Person, Empty, Node, Slotted, Temperature, Pair, Color, Local)
+    for cls in (
+        Point,
+        Person,
+        Empty,
+        Node,
+        Slotted,
+        Temperature,
+        Pair,
+        Color,
+        Local,
+        MyDict,
+        Tag,
+        Box,
+        Fixed,
+        KwOnly,
+        StructLike,
+        AppError,
+    )
 }
 
 
-def class_named(module: str, qualname: str) -> type:
-    """The class the vectors call ``module:qualname``."""
+def class_named(module: str, qualname: str) -> Any:
+    """The class the vectors call ``module:qualname``; for ``builtins``, the builtin exception
+    or type of that name (the spec's fixed tables, which need no allow-list)."""
+    if module == "builtins":
+        found = getattr(builtins, qualname, None)
+        if isinstance(found, type):
+            return found
     try:
         return CLASSES[(module, qualname)]
     except KeyError:

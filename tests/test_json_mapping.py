@@ -8,11 +8,14 @@ import collections
 import datetime
 import decimal
 import fractions
+import functools
 import ipaddress
 import json
 import math
 import pathlib
 import struct
+import time
+import types
 import uuid
 import zoneinfo
 from typing import Any
@@ -97,6 +100,40 @@ FORMS: list[tuple[Any, str]] = [
         '{"$object":"app:P","kind":"ATTRS","state":{"$$x":1}}',
     ),
     (amber.Placeholder("app", "C", "ENUM", 2), '{"$object":"app:C","kind":"ENUM","state":2}'),
+    (amber.Placeholder("app", "f", "GLOBAL", None), '{"$object":"app:f","kind":"GLOBAL"}'),
+    (
+        amber.Placeholder("app", "L", "MUTABLE_SUBCLASS", ([1], None)),
+        '{"$object":"app:L","kind":"MUTABLE_SUBCLASS","state":[[1],null]}',
+    ),
+    (
+        amber.Placeholder("app", "S", "VALUE_SUBCLASS", ("x", {"a": 1})),
+        '{"$object":"app:S","kind":"VALUE_SUBCLASS","state":["x",{"a":1}]}',
+    ),
+    (
+        amber.Placeholder("app", "R", "REDUCE", ((1,), None, [2], {"k": 3})),
+        '{"$object":"app:R","kind":"REDUCE","state":[{"$tuple":[1]},null,[2],{"k":3}]}',
+    ),
+    (
+        amber.Placeholder("app", "N", "NEWOBJ_KW", (((), {"b": 2}), {"a": 1}, None, None)),
+        '{"$object":"app:N","kind":"NEWOBJ_KW",'
+        '"state":[{"$tuple":[{"$tuple":[]},{"b":2}]},{"a":1},null,null]}',
+    ),
+    (
+        amber.Placeholder("app", "E", "EXCEPTION", (("m",), None, None, None, False)),
+        '{"$object":"app:E","kind":"EXCEPTION","state":[{"$tuple":["m"]},null,null,null,false]}',
+    ),
+    (int, '{"$object":"builtins:int","kind":"GLOBAL"}'),
+    (KeyError, '{"$object":"builtins:KeyError","kind":"GLOBAL"}'),
+    (
+        ValueError("bad", 3),
+        '{"$object":"builtins:ValueError","kind":"EXCEPTION",'
+        '"state":[{"$tuple":["bad",3]},null,null,null,false]}',
+    ),
+    (types.SimpleNamespace(a=1, _b=[2]), '{"$namespace":{"a":1,"_b":[2]}}'),
+    (types.SimpleNamespace(**{"$x": 1}), '{"$namespace":{"$$x":1}}'),
+    (types.SimpleNamespace(**{"\ud800": 1}), '{"$namespace":[[{"$str":[55296]},1]]}'),
+    (..., '{"$singleton":"Ellipsis"}'),
+    (NotImplemented, '{"$singleton":"NotImplemented"}'),
 ]
 
 
@@ -278,3 +315,298 @@ def test_writer_refuses_values_without_a_form():
     with pytest.raises(JsonMappingError) as info:
         to_json({"f": [print]})
     assert "has no JSON form" in str(info.value) and info.value.path == 'root["f"][0]'
+
+
+# -- the forms of issue 21: every OBJECT kind, namespaces, singletons ----------------------
+
+
+class Bag(dict[str, Any]):
+    pass
+
+
+class Label(str):
+    pass
+
+
+class Remembers:
+    """Its own __reduce__, whose state refers back to the instance."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Remembers, (self.n,), {"me": self})
+
+
+class KeywordOnly:
+    def __new__(cls, a: int, *, b: int) -> KeywordOnly:
+        made = object.__new__(cls)
+        made.a, made.b = a, b
+        return made
+
+    def __getnewargs_ex__(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return ((self.a,), {"b": self.b})
+
+
+class Positional:
+    def __new__(cls, a: int) -> Positional:
+        made = object.__new__(cls)
+        made.a = a
+        return made
+
+    def __getnewargs__(self) -> tuple[int]:
+        return (self.a,)
+
+
+def report() -> None:
+    pass
+
+
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - msgspec is a test dependency
+    msgspec = None
+else:
+
+    class Pair(msgspec.Struct):
+        x: int
+        y: str = "a"
+
+
+def _chained_error() -> ValueError:
+    error = ValueError("bad", 3)
+    error.add_note("checked")
+    error.__cause__ = KeyError("k")
+    return error
+
+
+def _kind_cases() -> list[tuple[str, Any, str | None]]:
+    """(name, value, its document or None) for a payload of each new form."""
+    mod = __name__
+    bag = Bag(a=1)
+    bag["me"] = bag
+    label = Label("hi")
+    label.lang = "en"
+    cases: list[tuple[str, Any, str | None]] = [
+        (
+            "MUTABLE_SUBCLASS",
+            bag,
+            f'{{"$id":1,"$object":"{mod}:Bag","kind":"MUTABLE_SUBCLASS",'
+            '"state":[{"a":1,"me":{"$ref":1}},null]}',
+        ),
+        (
+            "VALUE_SUBCLASS",
+            label,
+            f'{{"$object":"{mod}:Label","kind":"VALUE_SUBCLASS","state":["hi",{{"lang":"en"}}]}}',
+        ),
+        (
+            "REDUCE",
+            Remembers(7),
+            f'{{"$id":1,"$object":"{mod}:Remembers","kind":"REDUCE",'
+            '"state":[{"$tuple":[7]},{"me":{"$ref":1}},null,null]}',
+        ),
+        ("GLOBAL function", report, f'{{"$object":"{mod}:report","kind":"GLOBAL"}}'),
+        ("GLOBAL class", Remembers, f'{{"$object":"{mod}:Remembers","kind":"GLOBAL"}}'),
+        ("GLOBAL builtin type", int, '{"$object":"builtins:int","kind":"GLOBAL"}'),
+        ("GLOBAL builtin function", len, '{"$object":"builtins:len","kind":"GLOBAL"}'),
+        (
+            "EXCEPTION",
+            _chained_error(),
+            '{"$object":"builtins:ValueError","kind":"EXCEPTION","state":[{"$tuple":["bad",3]},'
+            '{"__notes__":["checked"]},{"$object":"builtins:KeyError","kind":"EXCEPTION",'
+            '"state":[{"$tuple":["k"]},null,null,null,false]},null,true]}',
+        ),
+        (
+            "EXCEPTION OSError",
+            OSError(2, "x", "f"),
+            '{"$object":"builtins:FileNotFoundError","kind":"EXCEPTION",'
+            '"state":[{"$tuple":[2,"x","f"]},null,null,null,false]}',
+        ),
+        ("REDUCE partial", functools.partial(max, 1, key=abs), None),
+        ("REDUCE struct_time", time.gmtime(0), None),
+        (
+            "NEWOBJ_KW",
+            KeywordOnly(1, b=2),
+            f'{{"$object":"{mod}:KeywordOnly","kind":"NEWOBJ_KW",'
+            '"state":[{"$tuple":[{"$tuple":[1]},{"b":2}]},{"a":1,"b":2},null,null]}',
+        ),
+        (
+            "NEWOBJ",
+            Positional(5),
+            f'{{"$object":"{mod}:Positional","kind":"NEWOBJ",'
+            '"state":[{"$tuple":[5]},{"a":5},null,null]}',
+        ),
+        ("NAMESPACE", types.SimpleNamespace(a=1, b=[2]), '{"$namespace":{"a":1,"b":[2]}}'),
+        (
+            "SINGLETON",
+            [..., NotImplemented],
+            '[{"$singleton":"Ellipsis"},{"$singleton":"NotImplemented"}]',
+        ),
+    ]
+    if msgspec is not None:
+        cases.append(
+            (
+                "REDUCE_KW msgspec",
+                Pair(1),
+                f'{{"$object":"{mod}:Pair","kind":"REDUCE_KW",'
+                '"state":[{"$tuple":[{"$tuple":[]},{"x":1,"y":"a"}]},null,null,null]}',
+            )
+        )
+    return cases
+
+
+KIND_CASES = _kind_cases()
+
+
+@pytest.mark.parametrize(("name", "value", "text"), KIND_CASES, ids=[c[0] for c in KIND_CASES])
+def test_payload_to_json_and_back_keeps_the_bytes(name, value, text, graph_diff):
+    """payload -> loads(placeholders=True) -> JSON -> from_json -> dumps is the payload."""
+    data = amber.dumps(value)
+    held = amber.loads(data, placeholders=True)
+    document = to_json(held)
+    if text is not None:
+        assert document == text
+    back = from_json(document)
+    assert graph_diff(held, back) is None
+    assert amber.dumps(back) == data
+
+
+def _exception_cycles() -> list[Any]:
+    through_args: list[Any] = []
+    error = ValueError(through_args)
+    through_args.append(error)
+    through_state = KeyError("k")
+    through_state.me = through_state  # type: ignore[attr-defined]
+    first, second = TypeError("a"), TypeError("b")
+    first.__context__, second.__context__ = second, first
+    space = types.SimpleNamespace()
+    space.error = ValueError(space)
+    return [error, [through_args, error], through_state, first, space, [space, space.error]]
+
+
+@pytest.mark.parametrize("value", _exception_cycles())
+def test_cycles_through_exceptions_and_namespaces(value, graph_diff):
+    """An exception is made from its arguments (spec 6.3): a $ref inside them is read as
+    for a tuple, one in its later values gets the exception itself."""
+    data = amber.dumps(value)
+    held = amber.loads(data, placeholders=True)
+    back = from_json(to_json(held))
+    assert graph_diff(held, back) is None
+    assert amber.dumps(back) == data
+
+
+def test_exception_cycle_through_its_arguments_is_read_again():
+    back = from_json(
+        '{"$id":1,"$object":"builtins:ValueError","kind":"EXCEPTION",'
+        '"state":[{"$tuple":[[{"$ref":1}]]},{"x":{"$ref":1}},null,null,false]}'
+    )
+    assert type(back) is ValueError
+    assert back.args[0][0] is back and back.x is back
+
+
+def test_reader_makes_only_the_fixed_tables():
+    """builtins names of the fixed tables are the objects; every other name a placeholder,
+    whatever it says (nothing is looked up or called)."""
+    assert from_json('{"$object":"builtins:int","kind":"GLOBAL"}') is int
+    assert from_json('{"$object":"builtins:OSError","kind":"GLOBAL"}') is OSError
+    for name, kind in [
+        ("builtins:eval", "GLOBAL"),
+        ("os:system", "GLOBAL"),
+        ("builtins:int", "EXCEPTION"),
+        ("builtins:ValueError", "REDUCE"),
+    ]:
+        state = "" if kind == "GLOBAL" else ',"state":[{"$tuple":[]},null,null,null]'
+        if kind == "EXCEPTION":
+            state = ',"state":[{"$tuple":[]},null,null,null,false]'
+        back = from_json(f'{{"$object":"{name}","kind":"{kind}"{state}}}')
+        assert type(back) is amber.Placeholder, name
+        assert (f"{back.module}:{back.qualname}", back.kind) == (name, kind)
+    error = from_json(
+        '{"$object":"builtins:PermissionError","kind":"EXCEPTION",'
+        '"state":[{"$tuple":[13,"denied","f"]},{"x":1},null,null,false]}'
+    )
+    assert type(error) is PermissionError
+    assert (error.errno, error.strerror, error.filename, error.x) == (13, "denied", "f", 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"$object":"a:f","kind":"GLOBAL","state":null}', "GLOBAL $object has no state"),
+        ('{"$object":"a:b","kind":"REDUCE"}', "needs its state"),
+        ('{"$object":"a:b","kind":"REDUCE","state":[[],null,null,null]}', "must be one of tuple"),
+        ('{"$object":"a:b","kind":"NEWOBJ","state":[{"$tuple":[]},null,null]}', "array of its 4"),
+        ('{"$object":"a:b","kind":"REDUCE","state":[{"$tuple":[]},1,2,null]}', "value 2 of"),
+        ('{"$object":"a:b","kind":"REDUCE_KW","state":[{"$tuple":[]},1,null,[]]}', "value 3 of"),
+        ('{"$object":"a:b","kind":"MUTABLE_SUBCLASS","state":[{"$tuple":[]},null]}', "value 0"),
+        ('{"$object":"a:b","kind":"VALUE_SUBCLASS","state":[true,null]}', "not bool"),
+        (
+            '{"$object":"a:b","kind":"EXCEPTION","state":[{"$tuple":[]},null,1,null,false]}',
+            "value 2",
+        ),
+        (
+            '{"$object":"a:b","kind":"EXCEPTION","state":[{"$tuple":[]},null,null,null,0]}',
+            "value 4",
+        ),
+        ('{"$object":"a:b","kind":"FROB","state":1}', "kind is one of"),
+        (
+            '{"$object":"builtins:OSError","kind":"EXCEPTION",'
+            '"state":[{"$tuple":[2,"x"]},null,null,null,false]}',
+            "not the class named",
+        ),
+        (
+            '{"$object":"builtins:ValueError","kind":"EXCEPTION","state":[{"$tuple":[]},null,'
+            '{"$object":"a:E","kind":"EXCEPTION","state":[{"$tuple":[]},null,null,null,false]},'
+            "null,false]}",
+            "cause must be an exception",
+        ),
+        (
+            '{"$object":"builtins:UnicodeDecodeError","kind":"EXCEPTION",'
+            '"state":[{"$tuple":[1]},null,null,null,false]}',
+            "UnicodeDecodeError",
+        ),
+        (
+            '{"$id":1,"$object":"builtins:ValueError","kind":"EXCEPTION",'
+            '"state":[{"$tuple":[{"$ref":1}]},null,null,null,false]}',
+            "cycle through tuples",
+        ),
+        ('{"$namespace":[[1,2]]}', "attribute name is a str"),
+        ('{"$namespace":[["a",1],["a",2]]}', "equals an earlier one"),
+        ('{"$namespace":{"$a":1}}', "must be written"),
+        ('{"$namespace":1}', "$namespace holds"),
+        ('{"$singleton":"None"}', "$singleton is"),
+        ('{"$singleton":"Ellipsis","$id":1}', "takes no $id"),
+    ],
+)
+def test_reader_refuses_new_forms(text, message):
+    with pytest.raises(JsonMappingError) as info:
+        from_json(text)
+    assert message in str(info.value)
+
+
+def test_singletons_keep_no_identity():
+    assert to_json([..., ...]) == '[{"$singleton":"Ellipsis"},{"$singleton":"Ellipsis"}]'
+    back = from_json(to_json([..., NotImplemented]))
+    assert back[0] is ... and back[1] is NotImplemented
+
+
+class Local:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (Local, "has no JSON form"),
+        (report, "has no JSON form"),
+        (Local(), "has no JSON form"),
+        (amber.Placeholder("a", "f", "GLOBAL", 1), "must be None"),
+        (amber.Placeholder("a", "b", "REDUCE", ((), None, None)), "tuple of 4 values"),
+        (amber.Placeholder("a", "b", "REDUCE", ([], None, None, None)), "value 0 of a REDUCE"),
+        (amber.Placeholder("a", "b", "NOPE", None), "no OBJECT kind"),
+    ],
+)
+def test_writer_refuses_new_forms(value, message):
+    with pytest.raises(JsonMappingError) as info:
+        to_json([value])
+    assert message in str(info.value)

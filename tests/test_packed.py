@@ -133,12 +133,16 @@ def test_mixed_lists_stay_lists(values, odd, graph_diff):
         assert graph_diff(value, amber.loads(data, types=[Level])) is None
 
 
-def test_subclasses_of_list_are_not_packed():
+def test_subclasses_of_list_keep_their_class():
+    # The subclass is an OBJECT (MUTABLE_SUBCLASS); only its builtin value may be packed.
     class Numbers(list):
         pass
 
-    with pytest.raises(amber.EncodeError):
-        amber.dumps(Numbers(fresh([1000, 2000, 3000, 4000])))
+    data = amber.dumps(Numbers(fresh([1000, 2000, 3000, 4000])))
+    with pytest.raises(amber.ClassNotAllowedError):
+        amber.loads(data)
+    back = amber.loads(data, types=[Numbers])
+    assert type(back) is Numbers and back == [1000, 2000, 3000, 4000]
 
 
 # -- sharing -------------------------------------------------------------------------------

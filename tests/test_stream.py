@@ -877,7 +877,7 @@ def test_writer_encode_error_writes_nothing_and_stays_usable(tmp_path):
             with pytest.raises(amber.EncodeError):
                 writer.write([1, object()])
             with pytest.raises(amber.EncodeError):
-                writer.write(len)
+                writer.write(lambda: 0)
             writer.write(2)
             assert writer.count == 2
         data = target.getvalue() if isinstance(target, io.BytesIO) else target.read_bytes()

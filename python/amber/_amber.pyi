@@ -49,7 +49,10 @@ _DEFAULT_MAX_MESSAGE: Final[int]
 # What _FrameReader.next_message returns when the next message needs Python.
 _MORE: Final[object]
 
-_Types = Iterable[type | tuple[str, type]] | Mapping[str, type] | None
+# Classes and functions the decoder may build or refer to (spec 5.17.4), each allowed under
+# its own names, or under another "module:qualname" as a pair or a mapping entry.
+_Allowed = type | Callable[..., Any]
+_Types = Iterable[_Allowed | tuple[str, _Allowed]] | Mapping[str, _Allowed] | None
 # (module, qualname, kind name, field names) of an OBJECT shape.
 _Shape = tuple[str, str, str, tuple[str, ...]]
 # What a traced value is: ("scalar",), ("unknown",), ("supersede",), ("data", length),
@@ -109,6 +112,7 @@ def dumps(
     *,
     refs: bool = True,
     max_depth: int = 1000,
+    types: _Types = None,
     custom: _Custom = None,
     buffer_callback: _BufferCallback = None,
     canonical: bool = False,
@@ -156,6 +160,7 @@ class Encoder:
         *,
         refs: bool = True,
         max_depth: int = 1000,
+        types: _Types = None,
         custom: _Custom = None,
         buffer_callback: _BufferCallback = None,
         canonical: bool = False,

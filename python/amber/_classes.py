@@ -8,9 +8,12 @@ compared with the classes the caller passed in ``types`` or ``custom``.
 
 from __future__ import annotations
 
+import builtins
+import copyreg
 import dataclasses
 import enum
 import sys
+import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -22,29 +25,76 @@ _HEAPTYPE = 1 << 9
 _OBJECT_GETSTATE = getattr(object, "__getstate__", None)
 
 # Payload object kinds, as in the spec's OBJECT kind table.
-ATTRS, STATE, TUPLE_FIELDS, ENUM, CUSTOM = range(5)
-# Not a payload kind: a Placeholder is written as the instance it stands for.
+(
+    ATTRS,
+    STATE,
+    TUPLE_FIELDS,
+    ENUM,
+    CUSTOM,
+    MUTABLE_SUBCLASS,
+    VALUE_SUBCLASS,
+    GLOBAL,
+    REDUCE,
+    NEWOBJ,
+    EXCEPTION,
+    REDUCE_KW,
+    NEWOBJ_KW,
+) = range(13)
+# Not payload kinds: a Placeholder is written as the instance it stands for, and the
+# instances of a PARTS class are worked out one by one (``instance_parts``).
 PLACEHOLDER = 255
-_KIND_NAMES = ("ATTRS", "STATE", "TUPLE_FIELDS", "ENUM", "CUSTOM")
+PARTS = 254
+_KIND_NAMES = (
+    "ATTRS",
+    "STATE",
+    "TUPLE_FIELDS",
+    "ENUM",
+    "CUSTOM",
+    "MUTABLE_SUBCLASS",
+    "VALUE_SUBCLASS",
+    "GLOBAL",
+    "REDUCE",
+    "NEWOBJ",
+    "EXCEPTION",
+    "REDUCE_KW",
+    "NEWOBJ_KW",
+)
 
 # How a payload field reaches a rebuilt instance (see ``decode_plan``).
 TO_DICT, TO_SETATTR, DROP = range(3)
 
-# Builtin bases whose subclasses amber cannot write as plain attribute bags: their data
-# lives in the builtin part, which ATTRS would silently lose.
-_BUILTIN_BASES = (
-    dict,
-    list,
-    set,
-    frozenset,
-    tuple,
-    str,
-    bytes,
-    bytearray,
-    int,
-    float,
-    complex,
-)
+# The exception classes of ``builtins`` that a payload may name without the caller listing
+# them (spec 5.17.4). Names this Python lacks are simply absent.
+_BUILTIN_EXCEPTION_NAMES = (
+    "ArithmeticError AssertionError AttributeError BaseException BaseExceptionGroup "
+    "BlockingIOError BrokenPipeError BufferError BytesWarning ChildProcessError "
+    "ConnectionAbortedError ConnectionError ConnectionRefusedError ConnectionResetError "
+    "DeprecationWarning EOFError EncodingWarning Exception ExceptionGroup FileExistsError "
+    "FileNotFoundError FloatingPointError FutureWarning GeneratorExit ImportError "
+    "ImportWarning IndentationError IndexError InterruptedError IsADirectoryError KeyError "
+    "KeyboardInterrupt LookupError MemoryError ModuleNotFoundError NameError "
+    "NotADirectoryError NotImplementedError OSError OverflowError PendingDeprecationWarning "
+    "PermissionError ProcessLookupError PythonFinalizationError RecursionError ReferenceError "
+    "ResourceWarning RuntimeError RuntimeWarning StopAsyncIteration StopIteration SyntaxError "
+    "SyntaxWarning SystemError SystemExit TabError TimeoutError TypeError UnboundLocalError "
+    "UnicodeDecodeError UnicodeEncodeError UnicodeError UnicodeTranslateError UnicodeWarning "
+    "UserWarning ValueError Warning ZeroDivisionError"
+).split()
+# The builtin types a GLOBAL may name without the caller listing them.
+_BUILTIN_TYPE_NAMES = (
+    "bool bytearray bytes complex dict float frozenset int list object range set slice str "
+    "tuple type"
+).split()
+_BUILTIN_EXCEPTIONS: dict[str, type] = {
+    name: getattr(builtins, name)
+    for name in _BUILTIN_EXCEPTION_NAMES
+    if isinstance(getattr(builtins, name, None), type)
+}
+_BUILTIN_TYPES: dict[str, type] = {name: getattr(builtins, name) for name in _BUILTIN_TYPE_NAMES}
+_BUILTIN_EXCEPTION_CLASSES = frozenset(_BUILTIN_EXCEPTIONS.values())
+
+# Functions are written by name (GLOBAL), like classes.
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType)
 
 
 class CustomType(Generic[T]):
@@ -83,8 +133,12 @@ class CustomType(Generic[T]):
 class Placeholder:
     """An instance of a class the decoder was not allowed to build (``placeholders=True``).
 
-    ``state`` is a dict of field values for attribute and named-tuple classes, or the single
-    state value (``__getstate__`` result, enum value, custom state) otherwise.
+    ``state`` is a dict of field values for attribute and named-tuple classes; the single
+    state value (``__getstate__`` result, enum value, custom state) for STATE, ENUM and
+    CUSTOM; None for a reference to a class or function (GLOBAL); and the tuple of the
+    values, in order, for the kinds with several (subclasses of builtins, ``__reduce__``
+    results, exceptions). Placeholders compare by all four parts and hash by the class and
+    kind, so a set of them decodes.
     """
 
     __slots__ = ("kind", "module", "qualname", "state")
@@ -113,14 +167,17 @@ class Placeholder:
             other.state,
         )
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        # What a placeholder can hash without its class: equal placeholders name the same
+        # class and kind, so they hash alike (a set of them decodes, if slowly when large).
+        return hash((self.module, self.qualname, self.kind))
 
 
 def _dotted(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _key(cls: type) -> str:
+def _key(cls: Any) -> str:
     module, qualname = cls.__module__, cls.__qualname__
     if not isinstance(module, str) or not isinstance(qualname, str):
         raise TypeError(f"{cls!r} has no str __module__ and __qualname__")
@@ -188,6 +245,81 @@ def _check_layout(cls: type) -> None:
             )
 
 
+def _builtin_bases() -> dict[type, int]:
+    """The builtin bases of spec 5.17.3 and the kind of their subclasses' objects. Library
+    types are looked up only in modules already loaded: a class cannot derive from a type of
+    a module nobody imported."""
+    table: dict[type, int] = {base: MUTABLE_SUBCLASS for base in (list, dict, set, bytearray)}
+    table |= {base: VALUE_SUBCLASS for base in (str, bytes, int, float, complex, tuple, frozenset)}
+    collections = sys.modules.get("collections")
+    if collections is not None:
+        for name in ("OrderedDict", "defaultdict", "Counter", "deque"):
+            table[getattr(collections, name)] = MUTABLE_SUBCLASS
+    datetime = sys.modules.get("datetime")
+    if datetime is not None:
+        for name in ("datetime", "date", "time", "timedelta"):
+            table[getattr(datetime, name)] = VALUE_SUBCLASS
+    decimal = sys.modules.get("decimal")
+    if decimal is not None:
+        table[decimal.Decimal] = VALUE_SUBCLASS
+    return table
+
+
+def builtin_base(cls: type) -> tuple[type, int] | None:
+    """The first builtin base of ``cls`` in its method resolution order, with its kind."""
+    table = _builtin_bases()
+    for base in cls.__mro__:
+        kind = table.get(base)
+        if kind is not None:
+            return base, kind
+    return None
+
+
+def _standard_reducer(owner: type) -> bool:
+    """Whether ``owner``'s ``__reduce__`` is one amber's own forms replace (spec 5.17.7)."""
+    if owner is object or owner.__module__ == "builtins" or owner in _builtin_bases():
+        return True
+    datetime = sys.modules.get("datetime")
+    return owner is enum.Enum or (datetime is not None and owner in (datetime.tzinfo,))
+
+
+def _first_declaring(cls: type, names: tuple[str, ...]) -> type | None:
+    for base in cls.__mro__:
+        declared = vars(base)
+        if any(name in declared for name in names):
+            return base
+    return None
+
+
+def _dispatched(cls: type) -> bool:
+    """Whether pickle would use a ``copyreg`` function for ``cls``. Not for exceptions:
+    libraries such as tblib (installed by Dask and Celery workers) register every exception
+    class there to carry tracebacks along, which are not data (spec 5.17.7)."""
+    return cls in copyreg.dispatch_table and not issubclass(cls, BaseException)
+
+
+def _own_reduce(cls: type) -> bool:
+    """Whether ``cls`` declares how pickle rebuilds it: a ``copyreg`` entry, or a
+    ``__reduce_ex__``/``__reduce__``, or the ``__new__`` arguments (``__getnewargs_ex__``,
+    ``__getnewargs__``), of its own or of a base that is not a standard one."""
+    if _dispatched(cls):
+        return True
+    for names in (("__reduce_ex__", "__reduce__"), ("__getnewargs_ex__", "__getnewargs__")):
+        owner = _first_declaring(cls, names)
+        if owner is not None and not _standard_reducer(owner):
+            return True
+    return False
+
+
+def _struct_fields(cls: type) -> tuple[str, ...] | None:
+    """A msgspec Struct's field names (duck-typed: msgspec is never imported)."""
+    fields = getattr(cls, "__struct_fields__", None)
+    config = getattr(cls, "__struct_config__", None)
+    if isinstance(fields, tuple) and config is not None:
+        return fields
+    return None
+
+
 def encode_plan(cls: type) -> tuple[Any, ...]:
     """How to write instances of ``cls``: ``(kind, module, qualname, *details)``.
 
@@ -196,34 +328,175 @@ def encode_plan(cls: type) -> tuple[Any, ...]:
     - ``(ATTRS, m, q, has_dict, slots)``: ``__dict__`` items, then the set slots.
     - ``(STATE, m, q)``: ``__getstate__()``.
     - ``(PLACEHOLDER, m, q)``: an ``amber.Placeholder``, written as the class it names.
+    - ``(PARTS, creates_first)``: each instance is worked out by ``instance_parts``
+      (classes and functions, subclasses of builtins, ``__reduce__``, exceptions).
 
     Raises TypeError with the reason for classes amber cannot write.
     """
-    if issubclass(cls, type):
-        raise TypeError(
-            f"unsupported type {_dotted(cls)}: amber writes instances of classes, not classes"
-        )
+    if issubclass(cls, type) or cls in _FUNCTION_TYPES:
+        return (PARTS, False)
     if cls is Placeholder:
         return (PLACEHOLDER, cls.__module__, cls.__qualname__)
     module, qualname = cls.__module__, cls.__qualname__
-    if module == "builtins":
-        raise TypeError(f"unsupported type {_dotted(cls)}: amber has no form for this builtin type")
     if isinstance(cls, enum.EnumMeta):
         return (ENUM, module, qualname)
     if issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple):
         return (TUPLE_FIELDS, module, qualname, tuple(getattr(cls, "_fields")))  # noqa: B009
-    for base in _BUILTIN_BASES:
-        if issubclass(cls, base):
-            raise TypeError(
-                f"unsupported type {_dotted(cls)}: a subclass of {base.__name__}, whose "
-                "builtin part amber cannot write (only enums and named tuples are); "
-                "register a CustomType for it"
-            )
+    if _own_reduce(cls) or issubclass(cls, BaseException) or _struct_fields(cls) is not None:
+        return (PARTS, False)
+    found = builtin_base(cls)
+    if found is not None:
+        return (PARTS, found[1] == MUTABLE_SUBCLASS)
+    if module == "builtins":
+        raise TypeError(f"unsupported type {_dotted(cls)}: amber has no form for this builtin type")
     _check_layout(cls)
     field_based = dataclasses.is_dataclass(cls) or hasattr(cls, "__attrs_attrs__")
     if not field_based and (_overrides(cls, "__getstate__") or _overrides(cls, "__setstate__")):
         return (STATE, module, qualname)
     return (ATTRS, module, qualname, _has_instance_dict(cls), _all_slots(cls))
+
+
+def _names_of(obj: Any, what: str) -> tuple[str, str]:
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        raise TypeError(f"unsupported {what} {obj!r}: it has no str __module__ and __qualname__")
+    return module, qualname
+
+
+def _builtin_copy(obj: Any, base: Any) -> Any:
+    """A new object of exactly ``base`` with ``obj``'s builtin contents, read through the
+    base's own methods (a subclass's overrides are not what its data is)."""
+    if base is dict:
+        return dict(dict.items(obj))
+    if base is list:
+        return list.copy(obj)
+    if base is set:
+        return set(set.__iter__(obj))
+    if base is frozenset:
+        return frozenset(frozenset.__iter__(obj))
+    if base is bytearray:
+        return bytearray(obj)
+    if base is str:
+        return str.__str__(obj)
+    if base is bytes:
+        return bytes.__add__(b"", obj)
+    if base is int:
+        return int.__int__(obj)
+    if base is float:
+        return float.__float__(obj)
+    if base is complex:
+        return complex(complex.real.__get__(obj), complex.imag.__get__(obj))
+    if base is tuple:
+        return tuple.__getitem__(obj, slice(None))
+    name = base.__qualname__
+    if name == "OrderedDict":
+        return base(base.items(obj))
+    if name == "Counter":
+        return base(dict(dict.items(obj)))
+    if name == "defaultdict":
+        return base(base.default_factory.__get__(obj), dict.items(obj))
+    if name == "deque":
+        return base(base.__iter__(obj), base.maxlen.__get__(obj))
+    if name == "Decimal":
+        return base(obj)
+    fields = _TIME_FIELDS[name]
+    values = [getattr(base, field).__get__(obj, base) for field in fields]
+    if name in ("datetime", "time"):
+        return base(*values[:-1], fold=values[-1])
+    return base(*values)
+
+
+_TIME_FIELDS = {
+    "date": ("year", "month", "day"),
+    "datetime": (
+        "year",
+        "month",
+        "day",
+        "hour",
+        "minute",
+        "second",
+        "microsecond",
+        "tzinfo",
+        "fold",
+    ),
+    "time": ("hour", "minute", "second", "microsecond", "tzinfo", "fold"),
+    "timedelta": ("days", "seconds", "microseconds"),
+}
+
+
+def _reduce_parts(obj: Any, reduced: Any) -> tuple[Any, ...]:
+    """What pickle's ``save_reduce`` would use, as the parts of a REDUCE, NEWOBJ or GLOBAL."""
+    cls = type(obj)
+    if isinstance(reduced, str):
+        module = getattr(obj, "__module__", None) or cls.__module__
+        return (GLOBAL, module, reduced, obj, ())
+    if not isinstance(reduced, tuple) or not 2 <= len(reduced) <= 6:
+        raise TypeError(
+            f"unsupported type {_dotted(cls)}: __reduce_ex__ returned {type(reduced).__name__}, "
+            "not a str or a tuple of 2 to 6 items"
+        )
+    func, args, state, listitems, dictitems, setter = (*reduced, None, None, None, None)[:6]
+    if setter is not None:
+        raise TypeError(
+            f"unsupported type {_dotted(cls)}: its __reduce__ names a state setter, "
+            "which amber does not call"
+        )
+    if not isinstance(args, tuple):
+        raise TypeError(f"unsupported type {_dotted(cls)}: __reduce__ arguments are not a tuple")
+    items = None if listitems is None else list(listitems)
+    pairs = None if dictitems is None else dict(dictitems)
+    newobj = getattr(copyreg, "__newobj__")  # noqa: B009 (not in the module's stubs)
+    if func is newobj or func is getattr(copyreg, "__newobj_ex__", None):
+        if func is not newobj:
+            target, args, kwargs = args
+            if not isinstance(target, type):
+                raise TypeError(f"unsupported type {_dotted(cls)}: __newobj_ex__ of a non-class")
+            if kwargs:
+                call = (tuple(args), dict(kwargs))
+                names = _names_of(target, "class")
+                return (NEWOBJ_KW, *names, target, (call, state, items, pairs))
+            args = tuple(args)
+        else:
+            target, args = args[0], args[1:]
+        if not isinstance(target, type):
+            raise TypeError(f"unsupported type {_dotted(cls)}: __newobj__ of a non-class")
+        return (NEWOBJ, *_names_of(target, "class"), target, (args, state, items, pairs))
+    return (REDUCE, *_names_of(func, "callable"), func, (args, state, items, pairs))
+
+
+def instance_parts(obj: Any) -> tuple[Any, ...]:
+    """``(kind, module, qualname, named, values)`` for an instance of a PARTS class:
+    ``named`` is the object the names are of (the class, the callable, the object itself
+    for GLOBAL), ``values`` the kind's values in order (spec 5.17.3 and 5.17.7)."""
+    cls = type(obj)
+    if isinstance(obj, type) or cls in _FUNCTION_TYPES:
+        return (GLOBAL, *_names_of(obj, "class or function"), obj, ())
+    fields = _struct_fields(cls)
+    if fields is not None:
+        # By name, whatever the Struct's options (kw_only, array_like, tags): its own
+        # constructor takes them so, and fields added since with defaults still load.
+        call = ((), {name: getattr(obj, name) for name in fields})
+        return (REDUCE_KW, cls.__module__, cls.__qualname__, cls, (call, None, None, None))
+    reducer = copyreg.dispatch_table.get(cls) if _dispatched(cls) else None
+    if reducer is not None or _own_reduce(cls):
+        try:
+            reduced = reducer(obj) if reducer is not None else obj.__reduce_ex__(5)
+        except TypeError as exc:
+            raise TypeError(f"unsupported type {_dotted(cls)}: {exc}") from exc
+        return _reduce_parts(obj, reduced)
+    if isinstance(obj, BaseException):
+        reduced = obj.__reduce__()
+        args = tuple(reduced[1]) if len(reduced) > 1 else ()
+        state = reduced[2] if len(reduced) > 2 and reduced[2] else None
+        parts = (args, state, obj.__cause__, obj.__context__, obj.__suppress_context__)
+        return (EXCEPTION, cls.__module__, cls.__qualname__, cls, parts)
+    found = builtin_base(cls)
+    if found is None:
+        raise TypeError(f"unsupported type {_dotted(cls)}")
+    base, kind = found
+    state = default_state(obj)
+    return (kind, cls.__module__, cls.__qualname__, cls, (_builtin_copy(obj, base), state))
 
 
 def default_state(obj: Any) -> Any:
@@ -235,9 +508,11 @@ def default_state(obj: Any) -> Any:
         return getstate()
     if _OBJECT_GETSTATE is not None:
         return _OBJECT_GETSTATE(obj)
-    state = dict(getattr(obj, "__dict__", {}))
+    # The instance's own __dict__, not a copy, as Python 3.11's default returns it: a state
+    # that contains the instance then leads back to a dict already written.
+    state = getattr(obj, "__dict__", None) or None
     slots = {n: getattr(obj, n) for n in _all_slots(type(obj)) if hasattr(obj, n)}
-    return (state or None, slots) if slots else (state or None)
+    return (state, slots) if slots else state
 
 
 # -- decoding ---------------------------------------------------------------------------------
@@ -245,24 +520,24 @@ def default_state(obj: Any) -> Any:
 
 def registry(types: Any, custom: Any) -> tuple[dict[str, type], dict[str, Callable[[Any], Any]]]:
     """The allow-list and custom decoders, keyed by ``"module:qualname"``."""
-    allowed: dict[str, type] = {}
+    allowed: dict[str, Any] = {}
     if types is not None:
         items: Iterable[Any] = types.items() if isinstance(types, Mapping) else types
         for item in items:
             if isinstance(item, tuple):
-                if len(item) != 2 or not isinstance(item[0], str) or not isinstance(item[1], type):
+                if len(item) != 2 or not isinstance(item[0], str) or not callable(item[1]):
                     raise TypeError(
-                        'types entries must be classes or ("module:qualname", class) pairs, '
-                        f"got {item!r}"
+                        'types entries must be classes, functions or ("module:qualname", '
+                        f"object) pairs, got {item!r}"
                     )
                 name, cls = item
                 if name.count(":") != 1:
                     raise ValueError(f'alias {name!r} must be written "module:qualname"')
                 allowed[name] = cls
-            elif isinstance(item, type):
+            elif isinstance(item, type) or isinstance(item, _FUNCTION_TYPES):
                 allowed[_key(item)] = item
             else:
-                raise TypeError(f"types entries must be classes, got {item!r}")
+                raise TypeError(f"types entries must be classes or functions, got {item!r}")
     decoders: dict[str, Callable[[Any], Any]] = {}
     for entry in custom or ():
         if not isinstance(entry, CustomType):
@@ -345,9 +620,16 @@ def decode_plan(
     Raises Refusal when the class cannot take the shape.
     """
     written = _KIND_NAMES[kind]
+    if kind >= MUTABLE_SUBCLASS:
+        return _parts_plan(cls, kind)
     local = encode_plan_or_none(cls)
     if local is None or local != kind:
-        expected = _KIND_NAMES[local] if local is not None else "nothing amber can build"
+        if local == PARTS:
+            expected = "its parts (a builtin subclass, its own __reduce__ or an exception)"
+        elif local is not None:
+            expected = _KIND_NAMES[local]
+        else:
+            expected = "nothing amber can build"
         raise Refusal(
             "bad_shape",
             f"the payload writes {_dotted(cls)} as {written}, but the allowed class is "
@@ -419,6 +701,43 @@ def decode_plan(
     return (kind,)
 
 
+def _parts_plan(target: Any, kind: int) -> tuple[Any, ...]:
+    """Checks that the allowed ``target`` can be what a shape of ``kind`` names (spec
+    5.17.4); the plan is ``(kind, base)`` for subclasses and exceptions, ``(kind,)`` else."""
+    written = _KIND_NAMES[kind]
+
+    def refuse(needs: str) -> Refusal:
+        return Refusal(
+            "bad_shape",
+            f"the payload writes {_dotted(target)} as {written}, which needs {needs}",
+        )
+
+    if kind == GLOBAL:
+        return (kind,)
+    if kind in (REDUCE, REDUCE_KW):
+        if not callable(target):
+            raise refuse("something callable")
+        return (kind,)
+    if not isinstance(target, type):
+        raise refuse("a class")
+    if kind in (NEWOBJ, NEWOBJ_KW):
+        return (kind,)
+    if kind == EXCEPTION:
+        if not issubclass(target, BaseException):
+            raise refuse("an exception class")
+        base = next(b for b in target.__mro__ if b in _BUILTIN_EXCEPTION_CLASSES)
+        return (kind, base)
+    found = builtin_base(target)
+    if found is None or found[1] != kind:
+        family = (
+            "list, dict, set, bytearray or collections"
+            if kind == MUTABLE_SUBCLASS
+            else ("str, bytes, int, float, complex, tuple, frozenset, datetime or Decimal")
+        )
+        raise refuse(f"a subclass of a {family} type")
+    return (kind, found[0])
+
+
 def encode_plan_or_none(cls: type) -> int | None:
     try:
         return int(encode_plan(cls)[0])
@@ -446,8 +765,34 @@ def enum_member(cls: Any, value: Any) -> Any:
         raise Refusal("bad_state", f"{_dotted(cls)} has no member with value {value!r}") from exc
 
 
+def _check_pydantic_state(cls: type, fields: Mapping[str, Any], state: Any) -> None:
+    """Refuses a pydantic model state that names fields the model lacks: pydantic's own
+    ``__setstate__`` would store them unchecked."""
+    if not isinstance(state, dict):
+        raise Refusal("bad_state", f"{_dotted(cls)} state must be a dict, got {state!r}")
+    values = state.get("__dict__")
+    if not isinstance(values, dict):
+        raise Refusal("bad_state", f"{_dotted(cls)} state has no __dict__ of field values")
+    for name in values:
+        if name not in fields:
+            raise Refusal(
+                "bad_state", f"{_dotted(cls)} has no field {name!r}, which the payload sets"
+            )
+    extra = state.get("__pydantic_extra__")
+    known = set(fields) | (set(extra) if isinstance(extra, dict) else set())
+    fields_set = state.get("__pydantic_fields_set__")
+    for name in fields_set or ():
+        if name not in known:
+            raise Refusal(
+                "bad_state", f"{_dotted(cls)} has no field {name!r}, which the payload marks as set"
+            )
+
+
 def apply_state(obj: Any, state: Any) -> None:
     """Gives a ``STATE`` object its state as pickle would: ``__setstate__`` or the default."""
+    pydantic_fields = getattr(type(obj), "__pydantic_fields__", None)
+    if isinstance(pydantic_fields, Mapping):
+        _check_pydantic_state(type(obj), pydantic_fields, state)
     setstate = getattr(obj, "__setstate__", None)
     if setstate is not None and _overrides(type(obj), "__setstate__"):
         setstate(state)
@@ -479,3 +824,244 @@ def fill_defaults(obj: Any, defaults: tuple[tuple[str, Any, bool, int], ...]) ->
 
 def placeholder(module: str, qualname: str, kind: int, state: Any) -> Placeholder:
     return Placeholder(module, qualname, _KIND_NAMES[kind], state)
+
+
+# -- the kinds built by their parts ------------------------------------------------------------
+
+
+def builtin_named(key: str, kind: int) -> Any:
+    """The object the spec's fixed tables allow under ``key`` for ``kind``, or None: builtin
+    exception classes for EXCEPTION and GLOBAL, builtin types for GLOBAL (spec 5.17.4)."""
+    module, _, name = key.partition(":")
+    if module != "builtins":
+        return None
+    if name in _BUILTIN_EXCEPTIONS:
+        return _BUILTIN_EXCEPTIONS[name]
+    if name in _BUILTIN_EXCEPTION_NAMES:
+        raise Refusal(
+            "class_not_allowed",
+            f"class builtins.{name} is a builtin exception this Python "
+            f"({sys.version_info.major}.{sys.version_info.minor}) does not have",
+        )
+    if kind == GLOBAL:
+        return _BUILTIN_TYPES.get(name)
+    return None
+
+
+def value_class(value: Any) -> str:
+    """What a decoded value is, by the names ``parts.rs`` maps to the spec's value rules."""
+    cls = type(value)
+    if value is None:
+        return "None"
+    name = _CORE_CLASSES.get(cls)
+    if name is not None:
+        return name
+    code = _ext_code(cls)
+    return code if code is not None else "object"
+
+
+_CORE_CLASSES: dict[type, str] = {
+    bool: "bool",
+    int: "int",
+    float: "float",
+    complex: "complex",
+    str: "str",
+    bytes: "bytes",
+    bytearray: "bytearray",
+    list: "list",
+    tuple: "tuple",
+    dict: "dict",
+    set: "set",
+    frozenset: "frozenset",
+}
+
+# The EXT code of each library type by (module, qualname); the module must be loaded for a
+# value of the type to exist, so nothing is imported.
+_EXT_NAMES = {
+    ("datetime", "date"): "DATE",
+    ("datetime", "time"): "TIME",
+    ("datetime", "datetime"): "DATETIME",
+    ("datetime", "timedelta"): "TIMEDELTA",
+    ("datetime", "timezone"): "TZINFO",
+    ("zoneinfo", "ZoneInfo"): "TZINFO",
+    ("decimal", "Decimal"): "DECIMAL",
+    ("uuid", "UUID"): "UUID",
+    ("fractions", "Fraction"): "FRACTION",
+    ("collections", "deque"): "DEQUE",
+    ("collections", "OrderedDict"): "ORDERED_DICT",
+    ("collections", "Counter"): "COUNTER",
+    ("collections", "defaultdict"): "DEFAULTDICT",
+    ("builtins", "range"): "RANGE",
+    ("builtins", "slice"): "SLICE",
+    ("array", "array"): "ARRAY",
+    ("pathlib", "PurePosixPath"): "PATH",
+    ("pathlib", "PureWindowsPath"): "PATH",
+    ("pathlib", "PosixPath"): "PATH",
+    ("pathlib", "WindowsPath"): "PATH",
+    ("ipaddress", "IPv4Address"): "IP_ADDRESS",
+    ("ipaddress", "IPv6Address"): "IP_ADDRESS",
+    ("ipaddress", "IPv4Network"): "IP_NETWORK",
+    ("ipaddress", "IPv6Network"): "IP_NETWORK",
+    ("ipaddress", "IPv4Interface"): "IP_INTERFACE",
+    ("ipaddress", "IPv6Interface"): "IP_INTERFACE",
+    ("numpy", "ndarray"): "NDARRAY",
+    ("types", "SimpleNamespace"): "NAMESPACE",
+    ("builtins", "ellipsis"): "SINGLETON",
+    ("builtins", "NotImplementedType"): "SINGLETON",
+}
+
+
+def _ext_code(cls: type) -> str | None:
+    module = sys.modules.get(cls.__module__)
+    name = _EXT_NAMES.get((cls.__module__, cls.__qualname__))
+    if name is None:
+        numpy = sys.modules.get("numpy")
+        if numpy is not None and issubclass(cls, numpy.generic):
+            return "NUMPY_SCALAR"
+        return None
+    # The exact library class, not a class of another module that happens to share names.
+    return name if module is not None and getattr(module, cls.__qualname__, None) is cls else None
+
+
+def parts_begin(cls: type, plan: tuple[Any, ...]) -> Any:
+    """An empty instance of a MUTABLE_SUBCLASS class, made by its builtin base's ``__new__``."""
+    base = plan[1]
+    return base.__new__(cls)
+
+
+def _require_base(obj_cls: type, base: type, value: Any) -> None:
+    if type(value) is not base:
+        raise Refusal(
+            "bad_state",
+            f"{_dotted(obj_cls)} is a subclass of {base.__qualname__}, but the payload gives "
+            f"its builtin value as {type(value).__qualname__}",
+        )
+
+
+def _value_subclass(cls: type, base: type, value: Any) -> Any:
+    name = base.__qualname__
+    if name in _TIME_FIELDS and base.__module__ == "datetime":
+        fields = [getattr(value, field) for field in _TIME_FIELDS[name]]
+        if name in ("datetime", "time"):
+            return base.__new__(cls, *fields[:-1], fold=fields[-1])
+        return base.__new__(cls, *fields)
+    return base.__new__(cls, value)
+
+
+def _exception(cls: type, base: Any, args: tuple[Any, ...]) -> Any:
+    made = base.__new__(cls, *args)
+    if type(made) is not cls:
+        raise Refusal(
+            "bad_state",
+            f"{_dotted(cls)} arguments {args!r} make a {_dotted(type(made))}, not the class named",
+        )
+    base.__init__(made, *args)
+    return made
+
+
+def _call(target: Any, call: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The arguments and keyword arguments of a REDUCE_KW or NEWOBJ_KW (spec 5.17.3)."""
+    if len(call) == 2:
+        args, kwargs = call
+        if (
+            type(args) is tuple
+            and type(kwargs) is dict
+            and all(type(name) is str for name in kwargs)
+        ):
+            return args, kwargs
+    raise Refusal(
+        "bad_state",
+        f"{_dotted(target)} call must be a pair of a tuple of arguments and a dict of "
+        "keyword arguments with str keys",
+    )
+
+
+def parts_from_first(kind: int, target: Any, plan: tuple[Any, ...], first: Any) -> Any:
+    """An instance of a kind made from its first value (spec 5.17.3)."""
+    if kind == VALUE_SUBCLASS:
+        _require_base(target, plan[1], first)
+        return _value_subclass(target, plan[1], first)
+    if kind == REDUCE:
+        return target(*first)
+    if kind == NEWOBJ:
+        return target.__new__(target, *first)
+    if kind in (REDUCE_KW, NEWOBJ_KW):
+        args, kwargs = _call(target, first)
+        if kind == REDUCE_KW:
+            return target(*args, **kwargs)
+        return target.__new__(target, *args, **kwargs)
+    if kind == EXCEPTION:
+        return _exception(target, plan[1], first)
+    raise Refusal("bad_shape", f"object kind {_KIND_NAMES[kind]} is not made from a value")
+
+
+def _fill(obj: Any, base: Any, value: Any) -> None:
+    """Puts a builtin value's contents into a new subclass instance by the base's methods."""
+    name = base.__qualname__
+    if base is list:
+        list.extend(obj, value)
+    elif base is dict or name == "Counter":
+        dict.update(obj, value)
+    elif base is set:
+        set.update(obj, value)
+    elif base is bytearray:
+        bytearray.extend(obj, value)
+    elif name == "OrderedDict":
+        for key, item in value.items():
+            base.__setitem__(obj, key, item)
+    elif name == "defaultdict":
+        base.default_factory.__set__(obj, value.default_factory)
+        dict.update(obj, value)
+    elif name == "deque":
+        base.__init__(obj, value, value.maxlen)
+
+
+def _set_state(obj: Any, state: Any) -> None:
+    """pickle's BUILD: ``__setstate__`` whenever the instance has one, else the default."""
+    setstate = getattr(obj, "__setstate__", None)
+    if setstate is not None:
+        setstate(state)
+    else:
+        apply_state(obj, state)
+
+
+def parts_finish(kind: int, obj: Any, plan: tuple[Any, ...], values: list[Any]) -> None:
+    """Gives an instance its values, the first (the one it was made from) included."""
+    if kind == MUTABLE_SUBCLASS:
+        value, state = values
+        _require_base(type(obj), plan[1], value)
+        _fill(obj, plan[1], value)
+        if state is not None:
+            apply_state(obj, state)
+    elif kind == VALUE_SUBCLASS:
+        if values[1] is not None:
+            apply_state(obj, values[1])
+    elif kind in (REDUCE, NEWOBJ, REDUCE_KW, NEWOBJ_KW):
+        _, state, items, pairs = values
+        # pickle's order: the items, then the state.
+        if items is not None:
+            extend = getattr(obj, "extend", None)
+            if extend is not None:
+                extend(items)
+            else:
+                for item in items:
+                    obj.append(item)
+        if pairs is not None:
+            for key, item in pairs.items():
+                obj[key] = item
+        if state is not None:
+            _set_state(obj, state)
+    elif kind == EXCEPTION:
+        _, state, cause, context, suppress = values
+        for what, link in (("cause", cause), ("context", context)):
+            if link is not None and not isinstance(link, BaseException):
+                raise Refusal(
+                    "bad_state",
+                    f"{_dotted(type(obj))} {what} must be an exception or None, "
+                    f"got {type(link).__qualname__}",
+                )
+        if state is not None:
+            obj.__setstate__(state)
+        obj.__cause__ = cause
+        obj.__context__ = context
+        obj.__suppress_context__ = suppress

@@ -19,9 +19,29 @@ Rules:
   bijection: an object met twice in ``expected`` must be one object in ``actual``,
   and distinct objects must stay distinct. The mapping doubles as the visited set,
   so cycles terminate.
-- Other objects: instances with ``__dict__``/``__slots__`` compare attribute by
-  attribute; a few value types whose ``==`` is too loose (Decimal, datetime, time,
-  array.array, numpy-like arrays) compare an exact key; the rest use ``==``.
+- Classes, functions, modules and enum members compare by identity: comparing
+  their contents would walk into code, and an enum member is a singleton.
+- Subclasses of builtin types (containers, scalars, deque, defaultdict, Decimal,
+  date, datetime, time, timedelta) compare their builtin value as the base type
+  would, then their instance attributes; those carrying attributes are identities.
+- Struct sequences (``time.struct_time``, ``os.stat_result``) compare their tuple
+  items and then their named-only fields (``tm_zone``, ``st_mtime_ns``, ...).
+- Exceptions compare by their parts, never with ``==`` (which is identity):
+  ``args``, the attributes of builtin exception types that live outside
+  ``__dict__`` (OSError ``errno``/``strerror``/``filename``/``filename2``,
+  ImportError ``name``/``path``, StopIteration ``value``, SystemExit ``code``,
+  exception groups' ``exceptions``, ...), ``__cause__``, ``__context__``,
+  ``__suppress_context__``, then ``__dict__`` (``__notes__`` included).
+  ``__traceback__`` is not compared: no copy keeps it.
+- ``functools.partial`` compares ``func``, ``args``, ``keywords`` and ``__dict__``.
+- msgspec Structs compare the fields named by ``__struct_fields__`` (and a
+  ``__dict__`` if the class has one); pydantic models compare ``__dict__``,
+  ``__pydantic_fields_set__``, ``__pydantic_extra__`` and ``__pydantic_private__``.
+  Neither library is imported: both are recognized by those attributes.
+- Other objects: instances with ``__dict__``/``__slots__`` (``SimpleNamespace``
+  among them) compare attribute by attribute; a few value types whose ``==`` is
+  too loose (Decimal, datetime, time, array.array, numpy-like arrays) compare an
+  exact key; the rest use ``==``.
 
 The walk uses an explicit stack, so graphs nested thousands deep are fine.
 """
@@ -29,14 +49,18 @@ The walk uses an explicit stack, so graphs nested thousands deep are fine.
 from __future__ import annotations
 
 import array
+import builtins
 import collections
 import datetime
 import decimal
+import enum
 import fractions
+import functools
 import ipaddress
 import math
 import pathlib
 import struct
+import sys
 import types
 import uuid
 from collections.abc import Callable
@@ -63,7 +87,23 @@ _IDENTITY_ONLY: Final = (
     types.BuiltinFunctionType,
     types.MethodType,
     types.ModuleType,
+    enum.Enum,
 )
+# Attributes of builtin exception types kept outside ``__dict__`` and ``args``.
+_EXCEPTION_FIELDS: Final[list[tuple[type[BaseException], tuple[str, ...]]]] = [
+    (OSError, ("errno", "strerror", "filename", "filename2", "winerror")),
+    (ImportError, ("msg", "name", "path", "name_from")),
+    (StopIteration, ("value",)),
+    (SystemExit, ("code",)),
+    (SyntaxError, ("msg", "filename", "lineno", "offset", "text", "end_lineno", "end_offset")),
+    (UnicodeError, ("encoding", "object", "start", "end", "reason")),
+    (AttributeError, ("name", "obj")),
+    (NameError, ("name",)),
+]
+if sys.version_info >= (3, 11):
+    _EXCEPTION_FIELDS.append((builtins.BaseExceptionGroup, ("message", "exceptions")))
+# The exception links that live outside ``__dict__``; ``__traceback__`` is left out.
+_EXCEPTION_LINKS: Final = ("__cause__", "__context__", "__suppress_context__")
 
 
 def graph_diff(expected: object, actual: object) -> str | None:
@@ -201,6 +241,8 @@ _EXACT_KEYS: Final[dict[type, Callable[[Any], object]]] = {
     datetime.datetime: _datetime_key,
     datetime.time: _datetime_key,
     datetime.timezone: _tz_key,
+    datetime.date: lambda d: d.toordinal(),
+    datetime.timedelta: lambda t: (t.days, t.seconds, t.microseconds),
     decimal.Decimal: _decimal_key,
     array.array: _array_key,
     uuid.UUID: lambda u: (u.int, u.is_safe),
@@ -223,6 +265,77 @@ _EXACT_KEYS: Final[dict[type, Callable[[Any], object]]] = {
         )
     },
 }
+
+
+# Value types whose subclasses compare the base value by its exact key, then their
+# attributes; datetime before date, its base.
+_VALUE_BASES: Final = (
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+    decimal.Decimal,
+)
+
+
+def _is_struct_sequence(cls: type) -> bool:
+    return issubclass(cls, tuple) and all(
+        hasattr(cls, name) for name in ("n_fields", "n_sequence_fields", "n_unnamed_fields")
+    )
+
+
+def _struct_sequence_fields(value: tuple[Any, ...]) -> dict[str, object]:
+    """The named-only fields of a struct sequence (``tm_zone``, ``st_atime_ns``, ...)."""
+    # Its __reduce__ is the one public view of them all: (cls, (items, {name: value})).
+    reduced = value.__reduce__()
+    if isinstance(reduced, tuple) and len(reduced) > 1 and len(reduced[1]) > 1:
+        named = reduced[1][1]
+        if isinstance(named, dict):
+            return dict(named)
+    return {}
+
+
+def _is_msgspec_struct(cls: type) -> bool:
+    return isinstance(getattr(cls, "__struct_fields__", None), tuple) and hasattr(
+        cls, "__struct_config__"
+    )
+
+
+def _is_pydantic_model(cls: type) -> bool:
+    return any(
+        klass.__name__ == "BaseModel" and klass.__module__.startswith("pydantic.")
+        for klass in cls.__mro__
+    )
+
+
+def _exception_parts(value: BaseException) -> dict[str, object]:
+    parts: dict[str, object] = {"args": value.args}
+    for cls, names in _EXCEPTION_FIELDS:
+        if isinstance(value, cls):
+            for name in names:
+                field = getattr(value, name, _MISSING)
+                if field is not _MISSING:
+                    parts[name] = field
+    for name in _EXCEPTION_LINKS:
+        parts[name] = getattr(value, name)
+    return parts
+
+
+def _msgspec_parts(value: Any) -> dict[str, object]:
+    parts = {name: getattr(value, name, _MISSING) for name in type(value).__struct_fields__}
+    instance_dict = getattr(value, "__dict__", None)
+    if isinstance(instance_dict, dict):
+        parts["__dict__"] = instance_dict
+    return parts
+
+
+def _pydantic_parts(value: Any) -> dict[str, object]:
+    names = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+    return {name: getattr(value, name, None) for name in names}
+
+
+def _partial_parts(value: functools.partial[Any]) -> dict[str, object]:
+    return {"func": value.func, "args": value.args, "keywords": value.keywords}
 
 
 def _ndarray_key(value: Any) -> object:
@@ -311,6 +424,8 @@ class _GraphComparer:
             return None if _same_float(exp, act) else _float_message(exp, act)
         if cls is complex:
             return self._compare_complex(exp, act)
+        if isinstance(exp, _IDENTITY_ONLY):
+            return None if exp is act else f"expected the object {_short(exp)}, got another"
         if isinstance(exp, (list, tuple, dict, set, frozenset, bytearray)):
             return self._visit_builtin_container(exp, act, path)
         if isinstance(exp, (int, float, complex, str, bytes)):
@@ -335,7 +450,11 @@ class _GraphComparer:
                 problem = (
                     f"expected default_factory {exp.default_factory!r}, got {act.default_factory!r}"
                 )
-        if problem is None and type(exp) not in (
+        if problem is None and _is_struct_sequence(type(exp)):
+            problem = self._push_parts(
+                _struct_sequence_fields(exp), _struct_sequence_fields(act), path
+            )
+        elif problem is None and type(exp) not in (
             list,
             tuple,
             dict,
@@ -349,7 +468,41 @@ class _GraphComparer:
     def _visit_scalar_subclass(self, exp: Any, act: Any, path: _Path) -> str | None:
         base = next(b for b in (int, float, complex, str, bytes) if isinstance(exp, b))
         problem = self._visit(base(exp), base(act), path)
-        if problem is None:
+        if problem is None and _instance_state(exp) is not None:
+            verdict = self._pair(exp, act, path)
+            if verdict is not None:
+                return verdict or None
+            problem = self._push_state(exp, act, path)
+        return problem
+
+    def _visit_value_subclass(self, exp: Any, act: Any, path: _Path) -> str | None:
+        base = next(b for b in _VALUE_BASES if isinstance(exp, b))
+        base_key = _EXACT_KEYS[base]
+        if base_key(exp) != base_key(act):
+            return f"expected {_short(exp)}, got {_short(act)}"
+        if _instance_state(exp) is None:
+            return None
+        verdict = self._pair(exp, act, path)
+        if verdict is not None:
+            return verdict or None
+        return self._push_state(exp, act, path)
+
+    def _visit_parts(
+        self,
+        exp: Any,
+        act: Any,
+        path: _Path,
+        parts: Callable[[Any], dict[str, object]],
+        *,
+        with_state: bool = True,
+    ) -> str | None:
+        """An object compared by the named parts ``parts`` reads, then (``with_state``) by
+        its instance attributes; it is an identity like any instance with state."""
+        verdict = self._pair(exp, act, path)
+        if verdict is not None:
+            return verdict or None
+        problem = self._push_parts(parts(exp), parts(act), path)
+        if problem is None and with_state:
             problem = self._push_state(exp, act, path)
         return problem
 
@@ -362,15 +515,26 @@ class _GraphComparer:
             return self._push_sequence(
                 [exp.start, exp.stop, exp.step], [act.start, act.stop, act.step], path
             )
-        if type(exp) is collections.deque:
+        if isinstance(exp, collections.deque):
             verdict = self._pair(exp, act, path)
             if verdict is not None:
                 return verdict or None
             if exp.maxlen != act.maxlen:
                 return f"expected maxlen {exp.maxlen}, got {act.maxlen}"
-            return self._push_sequence(list(exp), list(act), path)
-        if isinstance(exp, _IDENTITY_ONLY):
-            return None if exp is act else f"expected the object {_short(exp)}, got another"
+            problem = self._push_sequence(list(exp), list(act), path)
+            if problem is None and type(exp) is not collections.deque:
+                problem = self._push_state(exp, act, path)
+            return problem
+        if isinstance(exp, BaseException):
+            return self._visit_parts(exp, act, path, _exception_parts)
+        if isinstance(exp, functools.partial):
+            return self._visit_parts(exp, act, path, _partial_parts)
+        if _is_msgspec_struct(type(exp)):
+            return self._visit_parts(exp, act, path, _msgspec_parts, with_state=False)
+        if _is_pydantic_model(type(exp)):
+            return self._visit_parts(exp, act, path, _pydantic_parts, with_state=False)
+        if isinstance(exp, _VALUE_BASES) and type(exp) not in _VALUE_BASES:
+            return self._visit_value_subclass(exp, act, path)
         exact_key = _EXACT_KEYS.get(type(exp))
         if exact_key is None and _looks_like_ndarray(exp):
             exact_key = _ndarray_key
@@ -511,8 +675,11 @@ class _GraphComparer:
         return candidates.pop()
 
     def _push_state(self, exp: object, act: object, path: _Path) -> str | None:
-        exp_state = _instance_state(exp) or {}
-        act_state = _instance_state(act) or {}
+        return self._push_parts(_instance_state(exp) or {}, _instance_state(act) or {}, path)
+
+    def _push_parts(
+        self, exp_state: dict[str, object], act_state: dict[str, object], path: _Path
+    ) -> str | None:
         if exp_state.keys() != act_state.keys():
             missing = sorted(exp_state.keys() - act_state.keys())
             extra = sorted(act_state.keys() - exp_state.keys())

@@ -69,6 +69,17 @@ TEXT_CHARS = 40  # characters of a str shown
 BYTES_SHOWN = 16
 ITEMS_SHOWN = 8  # first items of a packed list
 BIG_INT_BITS = 256  # longer ints are shown by their size
+# What each value of the OBJECT kinds with several values is (spec 5.17.3), shown before it.
+_CALL_ROLES = ("state", "list items", "dict items")
+VALUE_ROLES: dict[str, tuple[str, ...]] = {
+    "MUTABLE_SUBCLASS": ("builtin value", "state"),
+    "VALUE_SUBCLASS": ("builtin value", "state"),
+    "REDUCE": ("arguments", *_CALL_ROLES),
+    "NEWOBJ": ("arguments", *_CALL_ROLES),
+    "REDUCE_KW": ("call", *_CALL_ROLES),
+    "NEWOBJ_KW": ("call", *_CALL_ROLES),
+    "EXCEPTION": ("arguments", "state", "cause", "context", "suppress context"),
+}
 
 
 class Event(NamedTuple):
@@ -216,7 +227,7 @@ def summary(event: Event, base: int = 0) -> str:
         text = f"list of {_count(rows, 'tuple')} of {_count(arity, 'item')}, as rows"
     elif kind == "ext":
         code, blob = event.info[1], event.info[2]
-        text = code if blob is None else f"{code}, {blob} bytes"
+        text = code if blob is None else f"{code}, {_count(blob, 'byte')}"
         if blob is not None and complete:
             text += f": {_value_text(event.value)}"
     elif kind == "object":
@@ -267,7 +278,20 @@ def inspect_lines(
     # [depth, arity, items met] of each TUPLE_LIST whose rows are being listed, innermost last.
     # Its rows have no tags, so no events: a line marks where each begins, at its first item.
     tuple_lists: list[list[int]] = []
+    # [depth, roles, values met] of each OBJECT whose values are named, innermost last.
+    objects: list[list[Any]] = []
     for event in result.events:
+        while objects and objects[-1][0] >= event.depth:
+            objects.pop()
+        role = ""
+        if objects and event.depth == objects[-1][0] + 1:
+            _, roles, met = objects[-1]
+            role = f"{roles[met]}: " if met < len(roles) else ""
+            objects[-1][2] += 1
+        if event.info[0] == "object" and event.info[3] is not None:
+            roles = VALUE_ROLES.get(event.info[3][2])
+            if roles:
+                objects.append([event.depth, roles, 0])
         while tuple_lists and tuple_lists[-1][0] >= event.depth:
             tuple_lists.pop()
         if tuple_lists and event.depth == tuple_lists[-1][0] + 2:
@@ -284,7 +308,7 @@ def inspect_lines(
             stop = error.offset if error is not None else event.offset
             head_end = max(stop, event.offset + 1)
         raw = data[event.offset : head_end]
-        yield line(event.offset, raw, event.depth, event.name, summary(event, base))
+        yield line(event.offset, raw, event.depth, event.name, role + summary(event, base))
     hidden = result.values - len(result.events)
     if hidden > 0:
         yield f"... {hidden} more value{'' if hidden == 1 else 's'}"

@@ -7,7 +7,9 @@ other type has a tagged form, an object with one member whose name starts with `
 
 Both directions walk the graph with an explicit stack, since payloads nest up to 10000
 levels and CPython's own JSON code recurses. Nothing named by a document is imported or
-called: class instances are ``amber.Placeholder`` objects in both directions.
+called: class instances, classes and functions are ``amber.Placeholder`` objects in both
+directions, except the builtin exceptions and types of the format's fixed tables, which a
+payload decoder makes without being told to, and which are made here the same way.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ import pathlib
 import re
 import struct
 import sys
+import types
 import uuid
 import zoneinfo
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from . import _classes
 from ._amber import DEFAULT_MAX_DEPTH
 from ._classes import Placeholder
 
@@ -44,7 +48,48 @@ MAX_SAFE_INT: Final = 2**53 - 1
 MAX_DECIMAL_BITS: Final = 14_000
 # The OBJECT kinds whose state is a set of named fields.
 FIELD_KINDS: Final = frozenset({"ATTRS", "TUPLE_FIELDS"})
-OBJECT_KINDS: Final = frozenset({"ATTRS", "STATE", "TUPLE_FIELDS", "ENUM", "CUSTOM"})
+# The OBJECT kinds whose state is their one value.
+SINGLE_KINDS: Final = frozenset({"STATE", "ENUM", "CUSTOM"})
+# The OBJECT kinds with several values, and how many: their state is a JSON array of them.
+MULTI_KINDS: Final = {
+    "MUTABLE_SUBCLASS": 2,
+    "VALUE_SUBCLASS": 2,
+    "REDUCE": 4,
+    "NEWOBJ": 4,
+    "EXCEPTION": 5,
+    "REDUCE_KW": 4,
+    "NEWOBJ_KW": 4,
+}
+OBJECT_KINDS: Final = FIELD_KINDS | SINGLE_KINDS | {"GLOBAL"} | frozenset(MULTI_KINDS)
+_CALLS: Final = ("REDUCE", "NEWOBJ", "REDUCE_KW", "NEWOBJ_KW")
+# The value rules of spec/format.md 5.17.3: (kind, value index) -> the classes the value may
+# have, as ``amber._classes.value_class`` names them.
+VALUE_RULES: Final[dict[tuple[str, int], frozenset[str]]] = {
+    ("MUTABLE_SUBCLASS", 0): frozenset(
+        "list dict set bytearray DEQUE ORDERED_DICT COUNTER DEFAULTDICT".split()
+    ),
+    ("VALUE_SUBCLASS", 0): frozenset(
+        "str bytes int float complex tuple frozenset DATE TIME DATETIME TIMEDELTA DECIMAL".split()
+    ),
+    **{(kind, 0): frozenset({"tuple"}) for kind in _CALLS},
+    **{(kind, 2): frozenset({"None", "list"}) for kind in _CALLS},
+    **{(kind, 3): frozenset({"None", "dict"}) for kind in _CALLS},
+    ("EXCEPTION", 0): frozenset({"tuple"}),
+    ("EXCEPTION", 1): frozenset({"None", "dict"}),
+    ("EXCEPTION", 2): frozenset({"None", "object"}),
+    ("EXCEPTION", 3): frozenset({"None", "object"}),
+    ("EXCEPTION", 4): frozenset({"bool"}),
+}
+# The objects a document may name without a Placeholder: the fixed tables of spec/format.md
+# 5.17.4, builtin exception classes (EXCEPTION and GLOBAL) and builtin types (GLOBAL only).
+BUILTIN_EXCEPTIONS: Final[dict[type, str]] = {
+    cls: name for name, cls in _classes._BUILTIN_EXCEPTIONS.items()
+}
+BUILTIN_GLOBALS: Final[dict[Any, str]] = {
+    **BUILTIN_EXCEPTIONS,
+    **{cls: name for name, cls in _classes._BUILTIN_TYPES.items()},
+}
+SINGLETONS: Final[dict[str, Any]] = {"Ellipsis": ..., "NotImplemented": NotImplemented}
 # The builtins a defaultdict's factory may be (the DEFAULTDICT table of the format).
 FACTORIES: Final[dict[str, type]] = {
     f.__name__: f
@@ -293,7 +338,9 @@ def _fields(mapping: dict[Any, Any]) -> _Template:
 
 # Types whose values keep no identity in the mapping: written as JSON scalars (or as tagged
 # numbers and texts), each occurrence in full.
-_NO_IDENTITY: Final = frozenset({type(None), bool, int, float, complex, str})
+_NO_IDENTITY: Final = frozenset(
+    {type(None), bool, int, float, complex, str, type(...), type(NotImplemented)}
+)
 _MAPPINGS: Final = (dict, collections.OrderedDict, collections.Counter, collections.defaultdict)
 
 
@@ -306,7 +353,7 @@ def _identity_bearing(value: object) -> bool:
     return cls not in _NO_IDENTITY
 
 
-def _children(value: Any) -> Any:
+def _children(value: Any, exceptions: dict[int, tuple[Any, ...]]) -> Any:
     """The values the JSON form of ``value`` holds, in the order it writes them."""
     cls = type(value)
     if cls in (list, tuple, set, frozenset, collections.deque):
@@ -315,14 +362,32 @@ def _children(value: Any) -> Any:
         return [x for pair in value.items() for x in pair]
     if cls is slice:
         return (value.start, value.stop, value.step)
+    if cls is types.SimpleNamespace:
+        return [x for pair in vars(value).items() for x in pair]
     if cls is Placeholder:
         if value.kind in FIELD_KINDS and type(value.state) is dict:
             return value.state.values()
-        return (value.state,)
+        if value.kind in MULTI_KINDS and type(value.state) is tuple:
+            return value.state
+        return () if value.kind == "GLOBAL" else (value.state,)
+    if cls in BUILTIN_EXCEPTIONS:
+        return _exception_values(value, exceptions)
     return ()
 
 
-def _shared_objects(root: object) -> set[int]:
+def _exception_values(value: BaseException, known: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The five values of a builtin exception's OBJECT, worked out once per exception as the
+    reference encoder does (``instance_parts``): arguments, state, cause, context and
+    whether the context is suppressed."""
+    values = known.get(id(value))
+    if values is None:
+        kind, *_, values = _classes.instance_parts(value)
+        _want(kind == _classes.EXCEPTION, f"{type(value).__qualname__} is not written as one")
+        known[id(value)] = values
+    return values
+
+
+def _shared_objects(root: object, exceptions: dict[int, tuple[Any, ...]]) -> set[int]:
     """Identities of the identity-bearing objects met more than once from ``root``."""
     seen: set[int] = set()
     shared: set[int] = set()
@@ -334,8 +399,20 @@ def _shared_objects(root: object) -> set[int]:
                 shared.add(id(value))
                 continue
             seen.add(id(value))
-        stack.extend(_children(value))
+        stack.extend(_children(value, exceptions))
     return shared
+
+
+def _check_value_rule(kind: str, index: int, value: Any) -> None:
+    """The value rules of spec/format.md 5.17.3, which a payload decoder applies too."""
+    allowed = VALUE_RULES.get((kind, index))
+    if allowed is not None:
+        found = _classes.value_class(value)
+        _want(
+            found in allowed,
+            f"value {index} of a {kind} object must be one of {', '.join(sorted(allowed))}, "
+            f"not {found}",
+        )
 
 
 class _Writer:
@@ -344,7 +421,12 @@ class _Writer:
     def __init__(self, root: object, indent: int | None) -> None:
         self._root = root
         self._indent = indent
-        self._shared = _shared_objects(root)
+        # The values of the builtin exceptions met, by identity (see _exception_values).
+        self._exceptions: dict[int, tuple[Any, ...]] = {}
+        try:
+            self._shared = _shared_objects(root, self._exceptions)
+        except _Problem as exc:
+            raise JsonMappingError(str(exc)) from None
         self._ids: dict[int, int] = {}
         self._shapers: dict[type, Callable[[Any], _Raw | _Template]] = {
             type(None): lambda _: _NULL,
@@ -356,6 +438,11 @@ class _Writer:
             list: self._list,
             dict: self._dict,
             Placeholder: self._placeholder,
+            types.SimpleNamespace: self._namespace,
+            type(...): lambda _: _obj(("$singleton", "Ellipsis")),
+            type(NotImplemented): lambda _: _obj(("$singleton", "NotImplemented")),
+            type: self._class,
+            **{cls: self._exception for cls in BUILTIN_EXCEPTIONS},
             **{cls: functools.partial(self._formed, form) for cls, form in _FORMS_BY_TYPE.items()},
         }
 
@@ -481,16 +568,53 @@ class _Writer:
         return self._tracked(value, "$dict", _mapping_body(value))
 
     def _placeholder(self, value: Placeholder) -> _Template:
-        _want(value.kind in OBJECT_KINDS, f"Placeholder kind {value.kind!r} is no OBJECT kind")
+        kind = value.kind
+        _want(kind in OBJECT_KINDS, f"Placeholder kind {kind!r} is no OBJECT kind")
         state: Any = value.state
-        if value.kind in FIELD_KINDS:
+        name = f"{value.module}:{value.qualname}"
+        if kind == "GLOBAL":
+            _want(state is None, "the state of a GLOBAL Placeholder must be None")
+            return self._tracked(value, "$object", name, ("kind", kind))
+        if kind in FIELD_KINDS:
             _want(
                 type(state) is dict and all(_plain_key(k) for k in state),
-                f"the state of a {value.kind} Placeholder must be a dict of fields",
+                f"the state of a {kind} Placeholder must be a dict of fields",
             )
             state = _fields(state)
-        name = f"{value.module}:{value.qualname}"
-        return self._tracked(value, "$object", name, ("kind", value.kind), ("state", state))
+        elif kind in MULTI_KINDS:
+            count = MULTI_KINDS[kind]
+            _want(
+                type(state) is tuple and len(state) == count,
+                f"the state of a {kind} Placeholder must be a tuple of {count} values",
+            )
+            for index, item in enumerate(state):
+                _check_value_rule(kind, index, item)
+            state = _arr(state)
+        return self._tracked(value, "$object", name, ("kind", kind), ("state", state))
+
+    def _exception(self, value: BaseException) -> _Template:
+        """A builtin exception, as the EXCEPTION object a payload holds for it."""
+        values = _exception_values(value, self._exceptions)
+        name = f"builtins:{BUILTIN_EXCEPTIONS[type(value)]}"
+        return self._tracked(value, "$object", name, ("kind", "EXCEPTION"), ("state", _arr(values)))
+
+    def _class(self, value: type) -> _Template:
+        """A class of the fixed tables, as the GLOBAL object a payload holds for it."""
+        name = BUILTIN_GLOBALS.get(value)
+        _want(
+            name is not None,
+            f"the class {value.__module__}.{value.__qualname__} has no JSON form "
+            "(only builtin types and exception classes do)",
+        )
+        return self._tracked(value, "$object", f"builtins:{name}", ("kind", "GLOBAL"))
+
+    def _namespace(self, value: types.SimpleNamespace) -> _Template:
+        attributes = vars(value)
+        _want(
+            all(type(k) is str for k in attributes),
+            "a SimpleNamespace attribute name is not a str",
+        )
+        return self._tracked(value, "$namespace", _mapping_body(attributes))
 
 
 def _mapping_body(value: dict[Any, Any]) -> _Template:
@@ -743,9 +867,11 @@ def _parse_deep(text: str) -> Any:
 
 # How the reader builds each container. Created first: the object exists, and its $id
 # resolves, before its children are read. Built after: made from its complete children.
-_LIST, _MAP, _PAIRS, _SET, _DEQUE, _FIELDS, _STATE = range(7)
-_TUPLE, _FROZENSET, _SLICE = range(7, 10)
-_CREATED_FIRST: Final = frozenset(range(7))
+# Made from its first value: an exception exists once its arguments are read (as the
+# EXCEPTION kind's instances, spec/format.md 5.17.3).
+_LIST, _MAP, _PAIRS, _SET, _DEQUE, _FIELDS, _STATE, _VALUES, _NS_FIELDS, _NS_PAIRS = range(10)
+_TUPLE, _FROZENSET, _SLICE, _EXCEPTION = range(10, 14)
+_CREATED_FIRST: Final = frozenset(range(10))
 _PENDING: Final = object()
 
 
@@ -784,7 +910,7 @@ class _Frame:
     def step(self) -> str:
         """The path, from this frame's node, to the child being read."""
         i = self.pos - 1
-        if self.kind == _PAIRS:
+        if self.kind == _PAIRS or self.kind == _NS_PAIRS:
             return f"{self.where}[{i // 2}][{i % 2}]"
         if self.keys is not None:
             return f"{self.where}[{json.dumps(self.keys[i])}]"
@@ -907,16 +1033,29 @@ class _Reader:
         kind = frame.kind
         if kind == _LIST or kind == _DEQUE:
             frame.obj.append(value)
-        elif kind == _MAP or kind == _FIELDS:
-            target = frame.obj.state if kind == _FIELDS else frame.obj
+        elif kind == _MAP or kind == _FIELDS or kind == _NS_FIELDS:
+            target = _target(frame)
             assert frame.keys is not None
             target[frame.keys[frame.pos - 1]] = value
-        elif kind == _PAIRS:
+        elif kind == _PAIRS or kind == _NS_PAIRS:
+            target = _target(frame)
             if frame.pos % 2:
-                _check_key(value, frame.obj, "dict key")
+                _want(
+                    kind == _PAIRS or type(value) is str,
+                    f"a $namespace attribute name is a str, not {_short(value)}",
+                )
+                _check_key(value, target, "dict key" if kind == _PAIRS else "attribute name")
                 frame.pending = value
             else:
-                frame.obj[frame.pending] = value
+                target[frame.pending] = value
+        elif kind == _VALUES:
+            _check_value_rule(frame.obj.kind, frame.pos - 1, value)
+            frame.obj.state.append(value)
+        elif kind == _EXCEPTION:
+            _check_value_rule("EXCEPTION", frame.pos - 1, value)
+            frame.obj.append(value)
+            if frame.pos == 1:
+                self._exception_made(frame)
         elif kind == _SET:
             _check_key(value, frame.obj, "set element")
             frame.obj.add(value)
@@ -928,8 +1067,19 @@ class _Reader:
             frame.obj.append(value)
 
     def _finish(self, frame: _Frame) -> Any:
+        if frame.kind == _VALUES:
+            frame.obj.state = tuple(frame.obj.state)
         if frame.kind in _CREATED_FIRST:
             return frame.obj
+        if frame.kind == _EXCEPTION:
+            made = self._done[id(frame.node)]
+            if frame.pending is made:  # not made by a reading inside a cycle (see below)
+                try:
+                    plan = (_classes.EXCEPTION, type(made))
+                    _classes.parts_finish(_classes.EXCEPTION, made, plan, frame.obj)
+                except Exception as exc:  # the class's own error, as a payload decoder's
+                    raise _Problem(f"{type(made).__qualname__}: {exc}") from None
+            return made
         items = frame.obj
         value: Any
         if frame.kind == _TUPLE:
@@ -945,6 +1095,26 @@ class _Reader:
         if frame.id is not None:
             self._by_id.setdefault(frame.id, value)
         return value
+
+    def _exception_made(self, frame: _Frame) -> None:
+        """Makes a builtin exception from its complete arguments, as a payload decoder makes
+        an EXCEPTION object from its first value; its later values may then refer to it."""
+        known = self._done.get(id(frame.node), _PENDING)
+        if known is not _PENDING:
+            # A $ref in the arguments led through a created-first container back to this
+            # node, whose reading there made the exception and read all its values: that
+            # one is the value, and this reading stops here (as a SUPERSEDE).
+            frame.pos = len(frame.children)
+            return
+        cls = frame.pending
+        try:
+            made = _classes.parts_from_first(_classes.EXCEPTION, cls, (0, cls), frame.obj[0])
+        except Exception as exc:  # the class's own error, as a payload decoder's
+            raise _Problem(f"{cls.__qualname__}: {exc}") from None
+        frame.pending = made
+        self._done[id(frame.node)] = made
+        if frame.id is not None:
+            self._by_id[frame.id] = made
 
     # -- the tagged forms: (node, tag, $id) -> the value, or _PENDING
 
@@ -1044,9 +1214,26 @@ class _Reader:
         name, kind = node[tag], node.get("kind")
         _want(type(name) is str and name.count(":") == 1, '$object is "module:qualname"')
         _want(type(kind) is str and kind in OBJECT_KINDS, f"kind is one of {sorted(OBJECT_KINDS)}")
-        _want("state" in node, "$object needs its state")
         module, qualname = name.split(":")
+        if kind == "GLOBAL":
+            _want("state" not in node, "a GLOBAL $object has no state")
+            return self._global(node, name, ident)
+        _want("state" in node, "$object needs its state")
         state = node["state"]
+        if kind in MULTI_KINDS:
+            count = MULTI_KINDS[kind]
+            _want(
+                type(state) is list and len(state) == count,
+                f"the state of a {kind} object is an array of its {count} values",
+            )
+            cls = self._builtin(name, kind)
+            if cls is not None:
+                result = self._container(node, _EXCEPTION, None, state, '["state"]', ident)
+                if result is _PENDING:
+                    self._stack[-1].pending = cls
+                return result
+            obj = Placeholder(module, qualname, kind, [])
+            return self._container(node, _VALUES, obj, state, '["state"]', ident)
         if kind in FIELD_KINDS:
             _want(type(state) is dict, f"the state of a {kind} object is an object of fields")
             obj = Placeholder(module, qualname, kind, {})
@@ -1056,6 +1243,46 @@ class _Reader:
             return result
         obj = Placeholder(module, qualname, kind, None)
         return self._container(node, _STATE, obj, [state], '["state"]', ident)
+
+    @staticmethod
+    def _builtin(name: str, kind: str) -> Any:
+        """The class of the fixed tables named, for EXCEPTION and GLOBAL, or None: nothing
+        else is looked up (spec/format.md 5.17.4)."""
+        if kind not in ("EXCEPTION", "GLOBAL"):
+            return None
+        try:
+            return _classes.builtin_named(name, getattr(_classes, kind))
+        except _classes.Refusal as exc:
+            raise _Problem(str(exc)) from None
+
+    def _global(self, node: Any, name: str, ident: int | None) -> Any:
+        value = self._done.get(id(node), _PENDING)
+        if value is _PENDING:
+            value = self._builtin(name, "GLOBAL")
+            if value is None:
+                module, qualname = name.split(":")
+                value = Placeholder(module, qualname, "GLOBAL", None)
+            self._done[id(node)] = value
+            if ident is not None:
+                self._by_id[ident] = value
+        return value
+
+    def _namespace(self, node: Any, tag: str, ident: int | None) -> Any:
+        body = node[tag]
+        obj = types.SimpleNamespace()
+        if type(body) is dict:
+            result = self._container(
+                node, _NS_FIELDS, obj, list(body.values()), '["$namespace"]', ident
+            )
+            if result is _PENDING:
+                self._stack[-1].keys = [_key(k, plain=False) for k in body]
+            return result
+        _want(type(body) is list, "$namespace holds an object or a list of [name, value] pairs")
+        flat: list[Any] = []
+        for pair in body:
+            _want(type(pair) is list and len(pair) == 2, "$namespace pairs are [name, value]")
+            flat.extend(pair)
+        return self._container(node, _NS_PAIRS, obj, flat, '["$namespace"]', ident)
 
     def _leaf(self, node: Any, tag: str, ident: int | None) -> Any:
         if ident is None:
@@ -1073,6 +1300,15 @@ def _checked_text(text: str) -> str:
         'a JSON string holds a lone surrogate; write such text as {"$str": [...]}',
     )
     return text
+
+
+def _target(frame: _Frame) -> Any:
+    """The mapping a frame's children go into."""
+    if frame.kind == _FIELDS:
+        return frame.obj.state
+    if frame.kind == _NS_FIELDS or frame.kind == _NS_PAIRS:
+        return vars(frame.obj)
+    return frame.obj
 
 
 def _check_key(value: Any, container: Any, what: str) -> None:
@@ -1301,6 +1537,11 @@ def _complex(body: Any) -> complex:
     return complex(_a_float(body[0], "the real part"), _a_float(body[1], "the imaginary part"))
 
 
+def _singleton(body: Any) -> Any:
+    _want(type(body) is str and body in SINGLETONS, '$singleton is "Ellipsis" or "NotImplemented"')
+    return SINGLETONS[body]
+
+
 def _string_body(tag: str, body: Any, parse: Callable[[str], Any]) -> Any:
     _want(type(body) is str, f"{tag} holds a string")
     return parse(body)
@@ -1331,10 +1572,11 @@ _ATOMS: Final[dict[str, Callable[[Any, Any], Any]]] = {
     "$ip_interface": lambda n, b: _ip("$ip_interface", b),
     "$ndarray": _ndarray,
     "$numpy": _numpy_scalar,
+    "$singleton": lambda n, b: _singleton(b),
 }
 _SEQUENCE_TAGS: Final = ("$list", "$tuple", "$set", "$frozenset", "$slice")
 # The forms of numbers and text, which keep no identity.
-_NO_IDENTITY_TAGS: Final = frozenset({"$int", "$float", "$complex", "$str"})
+_NO_IDENTITY_TAGS: Final = frozenset({"$int", "$float", "$complex", "$str", "$singleton"})
 # A form's reader: (reader, node, tag, $id or None) -> the value, or _PENDING.
 _FormReader = Callable[[_Reader, Any, str, "int | None"], Any]
 # tag -> (reader, its members besides the tag and "$id", whether it takes an "$id")
@@ -1347,6 +1589,7 @@ _FORMS: Final[dict[str, tuple[_FormReader, frozenset[str], bool]]] = {
     "$counter": (_Reader._mapping, frozenset(), True),
     "$defaultdict": (_Reader._mapping, frozenset({"factory"}), True),
     "$object": (_Reader._object, frozenset({"kind", "state"}), True),
+    "$namespace": (_Reader._namespace, frozenset(), True),
     **{
         tag: (_Reader._leaf, frozenset(params), tag not in _NO_IDENTITY_TAGS)
         for tag, params in {

@@ -9,7 +9,7 @@ use crate::envelope::{open, BodyOrigin, OpenOptions};
 use crate::error::{BuildError, DecodeError, ErrorKind};
 use crate::ext::{BuildAfterCode, CreateFirstCode, ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
-use crate::object::{self, NameProblem, ObjectKind, ShapeDef};
+use crate::object::{self, Creation, NameProblem, ObjectKind, ShapeDef};
 use crate::tag::{Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
 use rustc_hash::FxHashSet;
@@ -161,7 +161,15 @@ pub trait Builder {
         index: usize,
         value: Self::Obj,
     ) -> Result<(), BuildError>;
-    /// Completes an instance made by [`Builder::object_begin`] once all its values are set.
+    /// An instance of a shape whose kind is made [`Creation::FromFirstValue`], from that
+    /// complete first value; the others come through [`Builder::object_set`] (from index 1).
+    fn object_from_first(
+        &mut self,
+        shape: usize,
+        first: Self::Obj,
+    ) -> Result<Self::Obj, BuildError>;
+    /// Completes an instance made by [`Builder::object_begin`] or
+    /// [`Builder::object_from_first`] once all its values are set.
     fn object_finish(&mut self, obj: &Self::Obj, shape: usize) -> Result<(), BuildError>;
     /// An instance of a shape built from its values (named tuple, enum member, custom type).
     fn object_build(
@@ -1323,30 +1331,56 @@ impl<'a, B: Builder> Decoder<'a, B> {
         self.enter(at)?;
         self.check_count(n as u64, at, 1, "object")?;
         self.charge(cost::object(n as u64), at)?;
-        let obj = if kind.creates_first() {
-            let obj = self
-                .builder
-                .object_begin(shape)
-                .map_err(|e| host_error(e, at, "object"))?;
-            self.record_early(slot, &obj);
-            for i in 0..n {
-                let value = self.value()?;
-                self.builder
-                    .object_set(&obj, shape, i, value)
+        let obj = match kind.creation() {
+            Creation::First => {
+                let obj = self
+                    .builder
+                    .object_begin(shape)
                     .map_err(|e| host_error(e, at, "object"))?;
+                self.record_early(slot, &obj);
+                self.object_values(at, &obj, shape, 0..n)?;
+                obj
             }
-            self.builder
-                .object_finish(&obj, shape)
-                .map_err(|e| host_error(e, at, "object"))?;
-            obj
-        } else {
-            let values = self.values(n)?;
-            self.builder
-                .object_build(shape, values)
-                .map_err(|e| host_error(e, at, "object"))?
+            Creation::FromFirstValue => {
+                // The slot stays empty while the first value is decoded, so a REF to the
+                // instance from inside it is `incomplete_reference`, as for a tuple.
+                let first = self.value()?;
+                let obj = self
+                    .builder
+                    .object_from_first(shape, first)
+                    .map_err(|e| host_error(e, at, "object"))?;
+                self.record_early(slot, &obj);
+                self.object_values(at, &obj, shape, 1..n)?;
+                obj
+            }
+            Creation::After => {
+                let values = self.values(n)?;
+                self.builder
+                    .object_build(shape, values)
+                    .map_err(|e| host_error(e, at, "object"))?
+            }
         };
         self.leave();
         Ok(obj)
+    }
+
+    /// Decodes values `range` of an instance that exists already and completes it.
+    fn object_values(
+        &mut self,
+        at: usize,
+        obj: &B::Obj,
+        shape: usize,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), DecodeError> {
+        for i in range {
+            let value = self.value()?;
+            self.builder
+                .object_set(obj, shape, i, value)
+                .map_err(|e| host_error(e, at, "object"))?;
+        }
+        self.builder
+            .object_finish(obj, shape)
+            .map_err(|e| host_error(e, at, "object"))
     }
 
     /// Reads a shape definition (after an OBJECT's `0`), hands it to the builder and returns

@@ -610,6 +610,27 @@ impl RefTracker {
         })
     }
 
+    /// For an OBJECT made from its first value (spec 5.17.3): called once that value is
+    /// written, where the decoder records the instance. From here on a meeting of the object
+    /// is a `REF` to this write, unless a nested write became the real object first (then
+    /// this one is a copy: superseded, or found so and redone by the next pass).
+    /// [`RefTracker::end_immutable`] still closes the write after its other values.
+    #[inline]
+    pub fn first_value_complete(&mut self, id: usize, token: &ImmutableToken) {
+        match self.memo.get(id) {
+            Some(Entry::Building { level }) if level == token.level => {
+                self.memo.insert(id, Entry::Written(token.start));
+            }
+            Some(Entry::Written(_)) if token.superseded => {}
+            Some(Entry::Written(_)) => {
+                let below = self.superseded_below.entry(id).or_insert(0);
+                *below = (*below).max(token.level + 1);
+                self.rerun = true;
+            }
+            _ => self.rerun = true,
+        }
+    }
+
     /// Called after the container's elements are written.
     #[inline]
     pub fn end_immutable<S: Sink>(
@@ -620,6 +641,8 @@ impl RefTracker {
     ) {
         self.inside_cyclic -= u32::from(token.cyclic);
         match self.memo.get(id) {
+            // This write is the real object, recorded by `first_value_complete`.
+            Some(Entry::Written(real)) if real == token.start => {}
             Some(Entry::Building { level }) if level == token.level => {
                 self.memo.insert(id, Entry::Written(token.start));
             }

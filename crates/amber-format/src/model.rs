@@ -6,11 +6,11 @@
 use crate::decode::{decode, decode_body, Builder, PairPlace, STACK_RED_ZONE, STACK_SEGMENT};
 use crate::encode::{ImmutableStart, RefTracker, Writer};
 use crate::envelope::Opened;
-use crate::error::{BuildError, DecodeError};
+use crate::error::{BuildError, DecodeError, ErrorKind};
 use crate::ext::composite::{self, Int, Part};
 use crate::ext::{BuildAfterCode, CompositeCode, CreateFirstCode, ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{Limits, DEFAULT_MAX_DEPTH};
-use crate::object::ShapeDef;
+use crate::object::{self, Creation, ObjectKind, ShapeDef, ValueClass};
 use crate::tag;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::{Hash, Hasher};
@@ -437,9 +437,49 @@ impl GraphBuilder {
             Some(Node::BigInt(digits)) => Part::Int(Int::big_from_twos_le(digits)),
             Some(Node::Str(s)) => Part::Str(s),
             Some(Node::List(_)) => Part::List,
-            Some(Node::Dict(_)) => Part::Dict,
+            Some(Node::Dict(pairs)) => {
+                let str_key = |&(k, _): &(NodeId, NodeId)| {
+                    matches!(
+                        self.nodes.get(k),
+                        Some(Node::Str(_) | Node::StrSurrogates(_))
+                    )
+                };
+                if pairs.iter().all(str_key) {
+                    Part::StrKeyDict
+                } else {
+                    Part::Dict
+                }
+            }
             _ => Part::Other,
         }
+    }
+
+    /// The value rules of spec 5.17.3 for value `index` of an OBJECT of `kind`.
+    fn check_object_value(
+        &self,
+        kind: ObjectKind,
+        index: usize,
+        value: NodeId,
+    ) -> Result<(), BuildError> {
+        let class = match self.nodes.get(value).ok_or(BuildError::Host)? {
+            Node::None => ValueClass::None,
+            Node::Bool(_) => ValueClass::Bool,
+            Node::Int(_) | Node::BigInt(_) => ValueClass::Int,
+            Node::Float(_) => ValueClass::Float,
+            Node::Complex(..) => ValueClass::Complex,
+            Node::Str(_) | Node::StrSurrogates(_) => ValueClass::Str,
+            Node::Bytes(_) => ValueClass::Bytes,
+            Node::ByteArray(_) => ValueClass::ByteArray,
+            Node::List(_) => ValueClass::List,
+            Node::Tuple(_) => ValueClass::Tuple,
+            Node::Dict(_) => ValueClass::Dict,
+            Node::Set(_) => ValueClass::Set,
+            Node::FrozenSet(_) => ValueClass::FrozenSet,
+            Node::Ext(code, _) | Node::ExtValues(code, _) => ValueClass::Ext(*code),
+            Node::Object(..) => ValueClass::Object,
+        };
+        object::check_value(kind, index, class)
+            .map_err(|message| BuildError::Rejected(ErrorKind::BadState, message))
     }
 
     /// The rules of spec 5.16.4 for the values of a composite.
@@ -574,13 +614,20 @@ impl Builder for GraphBuilder {
         let def = self.shapes.get(shape).cloned().ok_or(BuildError::Host)?;
         self.add(Node::Object(def, Vec::new()))
     }
+    fn object_from_first(&mut self, shape: usize, first: NodeId) -> Result<NodeId, BuildError> {
+        let def = self.shapes.get(shape).cloned().ok_or(BuildError::Host)?;
+        self.check_object_value(def.kind, 0, first)?;
+        self.add(Node::Object(def, vec![first]))
+    }
     fn object_set(
         &mut self,
         obj: &NodeId,
-        _shape: usize,
-        _index: usize,
+        shape: usize,
+        index: usize,
         value: NodeId,
     ) -> Result<(), BuildError> {
+        let kind = self.shapes.get(shape).ok_or(BuildError::Host)?.kind;
+        self.check_object_value(kind, index, value)?;
         self.push_child(*obj, value);
         Ok(())
     }
@@ -589,6 +636,9 @@ impl Builder for GraphBuilder {
     }
     fn object_build(&mut self, shape: usize, values: Vec<NodeId>) -> Result<NodeId, BuildError> {
         let def = self.shapes.get(shape).cloned().ok_or(BuildError::Host)?;
+        for (index, &value) in values.iter().enumerate() {
+            self.check_object_value(def.kind, index, value)?;
+        }
         self.add(Node::Object(def, values))
     }
 }
@@ -755,7 +805,16 @@ impl GraphEncoder<'_, '_> {
                         self.writer.object_defining(shape);
                     }
                 }
-                self.children(values)?;
+                match (shape.kind.creation(), &token, values.split_first()) {
+                    (Creation::FromFirstValue, Some(t), Some((&first, rest))) => {
+                        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.node(first))?;
+                        if let Some(tracker) = self.tracker.as_deref_mut() {
+                            tracker.first_value_complete(id, t);
+                        }
+                        self.children(rest)?;
+                    }
+                    _ => self.children(values)?,
+                }
                 self.depth -= 1;
             }
             Node::Dict(pairs) => {

@@ -1,10 +1,24 @@
 //! OBJECT shapes: a class named by module and qualified name, how its instances are built,
 //! and its field names, written once per payload and then referred to by number.
 
+use crate::ext::ExtCode;
+
 /// Longest module, qualname or field name, in UTF-8 bytes.
 pub const MAX_NAME_LEN: usize = 1024;
 /// Most fields one shape may declare.
 pub const MAX_FIELDS: usize = 65_535;
+
+/// When the instance of an OBJECT exists, relative to its values (spec 5.17.3). It decides
+/// when a tracked instance is recorded, and so which REFs to it are valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Creation {
+    /// Created empty before any value is decoded; its values may refer to it.
+    First,
+    /// Made from its first value once that is complete; the other values may refer to it.
+    FromFirstValue,
+    /// Built from all its values once they are complete.
+    After,
+}
 
 /// How an instance is built from its values.
 #[repr(u8)]
@@ -20,16 +34,44 @@ pub enum ObjectKind {
     Enum = 3,
     /// Built from one value by a function the caller registered.
     Custom = 4,
+    /// A subclass of a mutable builtin container: created empty, then filled from the
+    /// builtin value and given the state.
+    MutableSubclass = 5,
+    /// A subclass of an immutable builtin type: made from the builtin value, then given the
+    /// state.
+    ValueSubclass = 6,
+    /// The class or function itself, by name; no values.
+    Global = 7,
+    /// Made by calling the named callable with the arguments, then given the state, list
+    /// items and dict items (what `__reduce__` returned).
+    Reduce = 8,
+    /// Made by the named class's `__new__` with the arguments, then as [`ObjectKind::Reduce`].
+    NewObj = 9,
+    /// An exception: made from its arguments, then given its state, cause, context and
+    /// whether the context is suppressed.
+    Exception = 10,
+    /// As [`ObjectKind::Reduce`], the callable also taking keyword arguments.
+    ReduceKw = 11,
+    /// As [`ObjectKind::NewObj`], `__new__` also taking keyword arguments.
+    NewObjKw = 12,
 }
 
 impl ObjectKind {
     /// Every kind, in code order.
-    pub const ALL: [ObjectKind; 5] = [
+    pub const ALL: [ObjectKind; 13] = [
         ObjectKind::Attrs,
         ObjectKind::State,
         ObjectKind::TupleFields,
         ObjectKind::Enum,
         ObjectKind::Custom,
+        ObjectKind::MutableSubclass,
+        ObjectKind::ValueSubclass,
+        ObjectKind::Global,
+        ObjectKind::Reduce,
+        ObjectKind::NewObj,
+        ObjectKind::Exception,
+        ObjectKind::ReduceKw,
+        ObjectKind::NewObjKw,
     ];
 
     /// The kind for a byte read from the wire.
@@ -42,17 +84,40 @@ impl ObjectKind {
         matches!(self, ObjectKind::Attrs | ObjectKind::TupleFields)
     }
 
+    /// When the instance exists relative to its values.
+    pub const fn creation(self) -> Creation {
+        match self {
+            ObjectKind::Attrs | ObjectKind::State | ObjectKind::MutableSubclass => Creation::First,
+            ObjectKind::ValueSubclass
+            | ObjectKind::Reduce
+            | ObjectKind::NewObj
+            | ObjectKind::Exception
+            | ObjectKind::ReduceKw
+            | ObjectKind::NewObjKw => Creation::FromFirstValue,
+            ObjectKind::TupleFields
+            | ObjectKind::Enum
+            | ObjectKind::Custom
+            | ObjectKind::Global => Creation::After,
+        }
+    }
+
     /// Whether the instance exists (and may be referred to) before its values are decoded.
     pub const fn creates_first(self) -> bool {
-        matches!(self, ObjectKind::Attrs | ObjectKind::State)
+        matches!(self.creation(), Creation::First)
     }
 
     /// How many values follow each instance of a shape with `fields` field names.
     pub const fn value_count(self, fields: usize) -> usize {
-        if self.has_fields() {
-            fields
-        } else {
-            1
+        match self {
+            ObjectKind::Attrs | ObjectKind::TupleFields => fields,
+            ObjectKind::State | ObjectKind::Enum | ObjectKind::Custom => 1,
+            ObjectKind::MutableSubclass | ObjectKind::ValueSubclass => 2,
+            ObjectKind::Global => 0,
+            ObjectKind::Reduce
+            | ObjectKind::NewObj
+            | ObjectKind::ReduceKw
+            | ObjectKind::NewObjKw => 4,
+            ObjectKind::Exception => 5,
         }
     }
 
@@ -64,6 +129,14 @@ impl ObjectKind {
             ObjectKind::TupleFields => "TUPLE_FIELDS",
             ObjectKind::Enum => "ENUM",
             ObjectKind::Custom => "CUSTOM",
+            ObjectKind::MutableSubclass => "MUTABLE_SUBCLASS",
+            ObjectKind::ValueSubclass => "VALUE_SUBCLASS",
+            ObjectKind::Global => "GLOBAL",
+            ObjectKind::Reduce => "REDUCE",
+            ObjectKind::NewObj => "NEWOBJ",
+            ObjectKind::Exception => "EXCEPTION",
+            ObjectKind::ReduceKw => "REDUCE_KW",
+            ObjectKind::NewObjKw => "NEWOBJ_KW",
         }
     }
 
@@ -73,6 +146,156 @@ impl ObjectKind {
             .iter()
             .copied()
             .find(|k| k.spec_name() == name)
+    }
+}
+
+/// A decoded value as the value rules of the OBJECT kinds look at it (spec 5.17.3): its kind
+/// on the wire, whatever form carried it (a REF to a list is a list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueClass {
+    /// `None`.
+    None,
+    /// `True` or `False`.
+    Bool,
+    /// An int (not a bool).
+    Int,
+    /// A float.
+    Float,
+    /// A complex.
+    Complex,
+    /// A str.
+    Str,
+    /// A bytes.
+    Bytes,
+    /// A bytearray.
+    ByteArray,
+    /// A list (in any of its forms).
+    List,
+    /// A tuple.
+    Tuple,
+    /// A dict.
+    Dict,
+    /// A set.
+    Set,
+    /// A frozenset.
+    FrozenSet,
+    /// An EXT value with this code.
+    Ext(ExtCode),
+    /// An OBJECT.
+    Object,
+}
+
+impl ValueClass {
+    fn describe(self) -> &'static str {
+        match self {
+            ValueClass::None => "None",
+            ValueClass::Bool => "a bool",
+            ValueClass::Int => "an int",
+            ValueClass::Float => "a float",
+            ValueClass::Complex => "a complex",
+            ValueClass::Str => "a str",
+            ValueClass::Bytes => "a bytes",
+            ValueClass::ByteArray => "a bytearray",
+            ValueClass::List => "a list",
+            ValueClass::Tuple => "a tuple",
+            ValueClass::Dict => "a dict",
+            ValueClass::Set => "a set",
+            ValueClass::FrozenSet => "a frozenset",
+            ValueClass::Ext(code) => code.spec_name(),
+            ValueClass::Object => "an OBJECT",
+        }
+    }
+}
+
+/// The builtin values a MUTABLE_SUBCLASS starts from.
+pub fn is_mutable_builtin(class: ValueClass) -> bool {
+    matches!(
+        class,
+        ValueClass::List
+            | ValueClass::Dict
+            | ValueClass::Set
+            | ValueClass::ByteArray
+            | ValueClass::Ext(
+                ExtCode::Deque | ExtCode::OrderedDict | ExtCode::Counter | ExtCode::DefaultDict
+            )
+    )
+}
+
+/// The builtin values a VALUE_SUBCLASS is made from.
+pub fn is_value_builtin(class: ValueClass) -> bool {
+    matches!(
+        class,
+        ValueClass::Str
+            | ValueClass::Bytes
+            | ValueClass::Int
+            | ValueClass::Float
+            | ValueClass::Complex
+            | ValueClass::Tuple
+            | ValueClass::FrozenSet
+            | ValueClass::Ext(
+                ExtCode::Date
+                    | ExtCode::Time
+                    | ExtCode::DateTime
+                    | ExtCode::TimeDelta
+                    | ExtCode::Decimal
+            )
+    )
+}
+
+/// Checks value `index` of an instance of `kind` against the kind's value rules (spec
+/// 5.17.3); the message says what was expected. Which builtin type a subclass's value must
+/// have, and what the class makes of its values, only the host can tell.
+pub fn check_value(kind: ObjectKind, index: usize, class: ValueClass) -> Result<(), String> {
+    let (ok, expected) = match (kind, index) {
+        (ObjectKind::MutableSubclass, 0) => (
+            is_mutable_builtin(class),
+            "a list, dict, set, bytearray, DEQUE, ORDERED_DICT, COUNTER or DEFAULTDICT",
+        ),
+        (ObjectKind::ValueSubclass, 0) => (
+            is_value_builtin(class),
+            "a str, bytes, int, float, complex, tuple, frozenset, DATE, TIME, DATETIME, \
+             TIMEDELTA or DECIMAL",
+        ),
+        (ObjectKind::Reduce | ObjectKind::NewObj | ObjectKind::Exception, 0) => {
+            (class == ValueClass::Tuple, "a tuple of arguments")
+        }
+        (ObjectKind::ReduceKw | ObjectKind::NewObjKw, 0) => (
+            class == ValueClass::Tuple,
+            "a tuple of the arguments and the keyword arguments",
+        ),
+        (
+            ObjectKind::Reduce | ObjectKind::NewObj | ObjectKind::ReduceKw | ObjectKind::NewObjKw,
+            2,
+        ) => (
+            matches!(class, ValueClass::None | ValueClass::List),
+            "None or a list of items",
+        ),
+        (
+            ObjectKind::Reduce | ObjectKind::NewObj | ObjectKind::ReduceKw | ObjectKind::NewObjKw,
+            3,
+        ) => (
+            matches!(class, ValueClass::None | ValueClass::Dict),
+            "None or a dict of items",
+        ),
+        (ObjectKind::Exception, 1) => (
+            matches!(class, ValueClass::None | ValueClass::Dict),
+            "None or a dict of attributes",
+        ),
+        (ObjectKind::Exception, 2 | 3) => (
+            matches!(class, ValueClass::None | ValueClass::Object),
+            "None or an exception",
+        ),
+        (ObjectKind::Exception, 4) => (class == ValueClass::Bool, "a bool"),
+        _ => (true, ""),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} value {index} must be {expected}, not {}",
+            kind.spec_name(),
+            class.describe()
+        ))
     }
 }
 
@@ -191,6 +414,6 @@ mod tests {
             assert_eq!(ObjectKind::from_code(kind as u8), Some(kind));
             assert_eq!(ObjectKind::from_spec_name(kind.spec_name()), Some(kind));
         }
-        assert_eq!(ObjectKind::from_code(5), None);
+        assert_eq!(ObjectKind::from_code(13), None);
     }
 }

@@ -417,6 +417,9 @@ impl<B: Builder> Builder for Tracer<B> {
     fn object_begin(&mut self, shape: usize) -> Result<B::Obj, BuildError> {
         self.inner.object_begin(shape)
     }
+    fn object_from_first(&mut self, shape: usize, first: B::Obj) -> Result<B::Obj, BuildError> {
+        self.inner.object_from_first(shape, first)
+    }
     fn object_set(
         &mut self,
         obj: &B::Obj,

@@ -18,7 +18,7 @@ impl EncodeConfig {
             py,
             obj,
             self.options,
-            self.custom.as_ref(),
+            (self.custom.as_ref(), self.allowed.as_ref()),
             self.buffer_callback.as_ref(),
             &self.seal,
         )
@@ -50,18 +50,24 @@ pub(crate) fn dumps_with(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
-    custom: Option<&Py<PyAny>>,
+    (custom, allowed): (Option<&Py<PyAny>>, Option<&Py<PyAny>>),
     buffer_callback: Option<&Py<PyAny>>,
     seal: &SealConfig,
 ) -> PyResult<Py<PyBytes>> {
-    let custom = custom.map(|c| {
-        // SAFETY: c is a live dict held by the caller for the whole encode.
-        unsafe { object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(c.as_ptr())) }
-    });
+    let held = |table: Option<&Py<PyAny>>| {
+        table.map(|t| {
+            // SAFETY: t is a live dict held by the caller for the whole encode.
+            unsafe { object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(t.as_ptr())) }
+        })
+    };
+    let classes = encode::ClassTables {
+        custom: held(custom),
+        allowed: held(allowed),
+    };
     let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());
     // Kept for a second walk should the callback fail (see `buffer_callback_error`).
-    let retry_custom = buffer_callback.and_then(|_| custom.clone());
-    let bytes = encode::encode(py, obj.as_ptr(), options, custom, oob.as_mut())
+    let retry_classes = buffer_callback.map(|_| classes.clone());
+    let bytes = encode::encode(py, obj.as_ptr(), options, classes, oob.as_mut())
         .map_err(|fail| encode_error(py, fail))?;
     // SAFETY: encode returns a bytes object.
     let mut bytes = unsafe {
@@ -91,7 +97,7 @@ pub(crate) fn dumps_with(
                     py,
                     obj,
                     options,
-                    retry_custom,
+                    retry_classes.unwrap_or_default(),
                     at,
                     err,
                 ));
@@ -117,12 +123,12 @@ fn buffer_callback_error(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
-    custom: Option<object::PyObj>,
+    classes: encode::ClassTables,
     at: OutOfBandFailure,
     err: PyErr,
 ) -> PyErr {
     let mut finder = encode::OutOfBand::find(&at.source);
-    let walked = encode::encode(py, obj.as_ptr(), options, custom, Some(&mut finder));
+    let walked = encode::encode(py, obj.as_ptr(), options, classes, Some(&mut finder));
     let path = match walked {
         Err(fail) if finder.found() => fail.path(),
         // Class code gave the second walk another graph: the place is unknown.

@@ -35,6 +35,21 @@ pub enum Callback {
     BuildTuple,
     /// `amber._classes.enum_member(cls, value)`.
     EnumMember,
+    /// `amber._classes.instance_parts(obj)`: the kind, names and values of an instance
+    /// written by its parts (subclasses of builtins, `__reduce__`, exceptions, references).
+    InstanceParts,
+    /// `amber._classes.builtin_named(key, kind)`: a builtin exception or type allowed by the
+    /// spec's fixed tables, or None.
+    BuiltinNamed,
+    /// `amber._classes.parts_begin(cls, plan)`: an empty MUTABLE_SUBCLASS instance.
+    PartsBegin,
+    /// `amber._classes.parts_from_first(kind, target, plan, first)`: an instance made from
+    /// its first value.
+    PartsFromFirst,
+    /// `amber._classes.parts_finish(kind, obj, plan, values)`: gives an instance its values.
+    PartsFinish,
+    /// `amber._classes.value_class(obj)`: what a decoded value is, by the spec's kind names.
+    ValueClass,
     /// `amber._dtypes.structured_dtype(text)`: a structured dtype from its JSON text.
     StructuredDtype,
     /// `amber._dtypes.structured_text(dtype)`: the JSON text of a structured dtype.
@@ -79,7 +94,7 @@ impl Home {
 
 impl Callback {
     /// Every callback.
-    pub const ALL: [Callback; 13] = [
+    pub const ALL: [Callback; 19] = [
         Callback::Encoders,
         Callback::Registry,
         Callback::EncodePlan,
@@ -90,6 +105,12 @@ impl Callback {
         Callback::FillDefaults,
         Callback::BuildTuple,
         Callback::EnumMember,
+        Callback::InstanceParts,
+        Callback::BuiltinNamed,
+        Callback::PartsBegin,
+        Callback::PartsFromFirst,
+        Callback::PartsFinish,
+        Callback::ValueClass,
         Callback::StructuredDtype,
         Callback::StructuredText,
         Callback::ClockNow,
@@ -106,7 +127,13 @@ impl Callback {
             | Callback::ApplyState
             | Callback::FillDefaults
             | Callback::BuildTuple
-            | Callback::EnumMember => Home::Classes,
+            | Callback::EnumMember
+            | Callback::InstanceParts
+            | Callback::BuiltinNamed
+            | Callback::PartsBegin
+            | Callback::PartsFromFirst
+            | Callback::PartsFinish
+            | Callback::ValueClass => Home::Classes,
             Callback::StructuredDtype | Callback::StructuredText => Home::Dtypes,
             Callback::ClockNow => Home::Clock,
         }
@@ -130,6 +157,12 @@ impl Callback {
             Callback::FillDefaults => "fill_defaults",
             Callback::BuildTuple => "build_tuple",
             Callback::EnumMember => "enum_member",
+            Callback::InstanceParts => "instance_parts",
+            Callback::BuiltinNamed => "builtin_named",
+            Callback::PartsBegin => "parts_begin",
+            Callback::PartsFromFirst => "parts_from_first",
+            Callback::PartsFinish => "parts_finish",
+            Callback::ValueClass => "value_class",
             Callback::StructuredDtype => "structured_dtype",
             Callback::StructuredText => "structured_text",
             Callback::ClockNow => "now",

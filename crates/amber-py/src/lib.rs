@@ -67,8 +67,8 @@ fn dict_layout_known() -> bool {
 /// Out-of-band buffers are neither compressed nor signed: only the payload is.
 #[pyfunction]
 #[pyo3(
-    signature = (obj, *, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false, clock = None),
-    text_signature = "(obj, *, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False, clock=None)"
+    signature = (obj, *, refs = true, max_depth = None, types = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false, clock = None),
+    text_signature = "(obj, *, refs=True, max_depth=1000, types=None, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False, clock=None)"
 )]
 #[allow(clippy::too_many_arguments)]
 fn dumps(
@@ -76,6 +76,7 @@ fn dumps(
     obj: &Bound<'_, PyAny>,
     refs: bool,
     max_depth: Option<&Bound<'_, PyAny>>,
+    types: Option<&Bound<'_, PyAny>>,
     custom: Option<&Bound<'_, PyAny>>,
     buffer_callback: Option<&Bound<'_, PyAny>>,
     key: Option<&Bound<'_, PyAny>>,
@@ -90,6 +91,7 @@ fn dumps(
         py,
         refs,
         max_depth,
+        types,
         custom,
         buffer_callback,
         key,
@@ -111,7 +113,7 @@ fn dumps_default(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>
         canonical: false,
         sort_keys: false,
     };
-    call::dumps_with(py, obj, options, None, None, &SealConfig::default())
+    call::dumps_with(py, obj, options, (None, None), None, &SealConfig::default())
 }
 
 /// `loads(data)` with every option at its default (see [`fastcall`]).

@@ -80,6 +80,20 @@ pub(crate) fn no_classes(py: Python<'_>) -> &'static decode::ClassOptions {
     })
 }
 
+/// `types=` of an encode: the registry `amber._classes.registry` makes of it (the same keys a
+/// decoder compares), or None when absent.
+fn allowed_for_encoding(
+    py: Python<'_>,
+    types: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Py<PyAny>>> {
+    let Some(types) = types.filter(|t| !t.is_none()) else {
+        return Ok(None);
+    };
+    let registry = Callback::Registry.call(py, (types, py.None()))?;
+    let (allowed, _): (Py<PyAny>, Py<PyAny>) = registry.extract()?;
+    Ok(Some(allowed))
+}
+
 /// The class options of a decode, validated.
 pub(crate) fn class_options(
     py: Python<'_>,
@@ -179,6 +193,9 @@ pub(crate) struct EncodeConfig {
     pub options: encode::Options,
     /// The caller's custom encode functions by exact type (a dict), or None.
     pub custom: Option<Py<PyAny>>,
+    /// `types=`: the allow-list the encoder holds every shape to (see `encode::ClassTables`),
+    /// or None for no check.
+    pub allowed: Option<Py<PyAny>>,
     pub buffer_callback: Option<Py<PyAny>>,
     pub seal: SealConfig,
 }
@@ -190,6 +207,7 @@ impl EncodeConfig {
         py: Python<'_>,
         refs: bool,
         max_depth: Option<&Bound<'_, PyAny>>,
+        types: Option<&Bound<'_, PyAny>>,
         custom: Option<&Bound<'_, PyAny>>,
         buffer_callback: Option<&Bound<'_, PyAny>>,
         key: Option<&Bound<'_, PyAny>>,
@@ -210,6 +228,7 @@ impl EncodeConfig {
             buffer_callback: check_callback(buffer_callback)?,
             seal: SealConfig::new(key, timestamp, compress, level, clock)?,
             custom: custom_encoders(py, custom)?,
+            allowed: allowed_for_encoding(py, types)?,
         })
     }
 }

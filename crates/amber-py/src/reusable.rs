@@ -22,14 +22,15 @@ impl Encoder {
 impl Encoder {
     #[new]
     #[pyo3(
-        signature = (*, refs = true, max_depth = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false, clock = None),
-        text_signature = "(*, refs=True, max_depth=1000, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False, clock=None)"
+        signature = (*, refs = true, max_depth = None, types = None, custom = None, buffer_callback = None, key = None, timestamp = false, compress = None, level = None, canonical = false, sort_keys = false, clock = None),
+        text_signature = "(*, refs=True, max_depth=1000, types=None, custom=None, buffer_callback=None, key=None, timestamp=False, compress=None, level=None, canonical=False, sort_keys=False, clock=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         refs: bool,
         max_depth: Option<&Bound<'_, PyAny>>,
+        types: Option<&Bound<'_, PyAny>>,
         custom: Option<&Bound<'_, PyAny>>,
         buffer_callback: Option<&Bound<'_, PyAny>>,
         key: Option<&Bound<'_, PyAny>>,
@@ -44,6 +45,7 @@ impl Encoder {
             py,
             refs,
             max_depth,
+            types,
             custom,
             buffer_callback,
             key,

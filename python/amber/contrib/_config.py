@@ -40,6 +40,7 @@ _OPTION_NAMES = frozenset(
         "max_decompressed",
         "unknown_fields",
         "placeholders",
+        "strict_dumps",
     }
 )
 
@@ -133,6 +134,9 @@ class Codec:
     and drop it once every process writes with the new one. With a key, unsigned and foreign
     payloads are refused (``amber.SignatureError``) before anything is built. ``max_age``
     (seconds or a ``timedelta``) turns on timestamps and refuses older payloads.
+    ``strict_dumps`` makes ``dumps`` refuse (``amber.EncodeError``) what ``loads`` would
+    refuse: a class or function outside ``types`` and the builtin tables, so that the failure
+    shows at the writer, where a system can still choose another serializer (Dask does).
     """
 
     __slots__ = ("_decoder", "_dump_options", "_encoder", "signed")
@@ -156,6 +160,7 @@ class Codec:
         max_decompressed: int | None = None,
         unknown_fields: str = "ignore",
         placeholders: bool = False,
+        strict_dumps: bool = False,
         where: str = "amber options",
     ) -> None:
         resolved_types = _resolve_types(types, where)
@@ -188,6 +193,8 @@ class Codec:
             "compress": compress,
             "level": level,
         }
+        if strict_dumps:
+            self._dump_options["types"] = resolved_types if resolved_types is not None else []
         try:
             self._encoder = Encoder(**self._dump_options)
             self._decoder = Decoder(

@@ -317,13 +317,22 @@ def register(
         raise OptionsError(f"{where}: pass a Codec or options, not both")
     if codec is not None and not isinstance(codec, Codec):
         raise OptionsError(f"{where}: expected an amber.contrib.Codec, not {codec!r}")
-    chosen = codec if codec is not None else Codec.from_options(options, where=where)
+    chosen = codec if codec is not None else Codec.from_options(_strict(options), where=where)
     families = _check_serializers(
         SERIALIZERS if serializers is None else serializers, f"{where}: serializers"
     )
     _State.codec = chosen
     _State.serializers = families
     _State.explicit = True
+    return chosen
+
+
+def _strict(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options with ``strict_dumps`` on unless set: amber must refuse at the sender what
+    the workers would refuse, so that Dask gives that value to its next family (pickle)."""
+    chosen = dict(options or {})
+    if not any(str(name).lower() == "strict_dumps" for name in chosen):
+        chosen["strict_dumps"] = True
     return chosen
 
 
@@ -337,7 +346,7 @@ def _configure_from_dask_config() -> None:
         raise OptionsError(f"{where}: expected a mapping of amber options, not {raw!r}")
     # YAML files tend to spell options with hyphens (max-age); Codec's names use underscores.
     options = None if raw is None else {str(k).replace("-", "_"): v for k, v in raw.items()}
-    codec = Codec.from_options(options, where=where)
+    codec = Codec.from_options(_strict(options), where=where)
     chosen = dask.config.get(CONFIG_SERIALIZERS, default=None)
     families = (
         SERIALIZERS

@@ -30,7 +30,14 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Final
 
-from .. import CustomType
+from .. import (
+    ClassNotAllowedError,
+    CustomType,
+    DecodeError,
+    DecodeLimitError,
+    EncodeError,
+    SignatureError,
+)
 from ._config import CONTENT_TYPE, Codec, OptionsError
 
 __all__ = [
@@ -54,6 +61,10 @@ SIGNED_CONTENT_TYPE: Final = "application/x-amber-signed"
 CONTENT_ENCODING: Final = "binary"
 
 _CANVAS_MODULE = "celery.canvas"
+
+
+# amber's exception classes, which every Celery process may need to rebuild.
+_AMBER_ERRORS = (EncodeError, DecodeError, DecodeLimitError, ClassNotAllowedError, SignatureError)
 
 
 def _signature_types(canvas: Any, taken: set[type]) -> list[CustomType[Any]]:
@@ -106,6 +117,11 @@ class _Serializer:
             user_custom = list(user_custom or ())
             taken = {entry.cls for entry in user_custom if isinstance(entry, CustomType)}
             options["custom"] = [*user_custom, *_signature_types(canvas, taken)]
+        user_types = options.get("types")
+        if user_types is None or isinstance(user_types, (list, tuple)):
+            # Celery sends a failed task's exception, whose arguments may hold amber's own
+            # errors (a result amber could not encode): the client must rebuild them.
+            options["types"] = [*(user_types or ()), *_AMBER_ERRORS]
         codec = Codec.from_options(options, where=self.where)
         self._codec = codec
         self._canvas = canvas is not None

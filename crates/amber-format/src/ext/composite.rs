@@ -75,8 +75,10 @@ pub enum Part<'a> {
     Str(&'a str),
     /// A list.
     List,
-    /// A dict.
+    /// A dict with a key that is not a str.
     Dict,
+    /// A dict whose keys are all str (an empty dict included).
+    StrKeyDict,
     /// Anything else.
     Other,
 }
@@ -193,7 +195,7 @@ fn fraction_operand(field: &str, part: Part<'_>) -> Result<Int, ExtError> {
 
 fn dict_items(code: ExtCode, items: Part<'_>) -> Result<(), ExtError> {
     match items {
-        Part::Dict => Ok(()),
+        Part::Dict | Part::StrKeyDict => Ok(()),
         _ => Err(invalid(format!(
             "{} items are not a dict",
             code.spec_name()
@@ -263,6 +265,15 @@ pub fn check(composite: CompositeCode, values: &[Part<'_>]) -> Result<Checked, E
             }
         }
         CompositeCode::Slice => {}
+        CompositeCode::Namespace => match part(0) {
+            Part::StrKeyDict => {}
+            Part::Dict => {
+                return Err(invalid(String::from(
+                    "NAMESPACE attributes have a key that is not a str",
+                )))
+            }
+            _ => return Err(invalid(String::from("NAMESPACE attributes are not a dict"))),
+        },
     }
     Ok(Checked::Fits)
 }

@@ -17,6 +17,7 @@ mod ip;
 mod ndarray;
 mod out_of_band;
 mod path;
+mod singleton;
 mod uuid;
 
 use std::fmt;
@@ -37,6 +38,7 @@ pub use ndarray::{
 };
 pub use out_of_band::{BufferKind, OutOfBand, OUT_OF_BAND_THRESHOLD};
 pub use path::{Path, PathFlavour};
+pub use singleton::Singleton;
 pub use uuid::{SafeUuid, Uuid};
 
 /// How the body of an EXT value is laid out after its code.
@@ -73,6 +75,8 @@ pub enum CreateFirstCode {
     Counter,
     /// DEFAULTDICT: the factory, a dict of the items.
     DefaultDict,
+    /// NAMESPACE: a dict of the attributes.
+    Namespace,
 }
 
 impl CreateFirstCode {
@@ -83,6 +87,7 @@ impl CreateFirstCode {
             CreateFirstCode::OrderedDict => CompositeCode::OrderedDict,
             CreateFirstCode::Counter => CompositeCode::Counter,
             CreateFirstCode::DefaultDict => CompositeCode::DefaultDict,
+            CreateFirstCode::Namespace => CompositeCode::Namespace,
         }
     }
 
@@ -167,11 +172,15 @@ pub enum ExtCode {
     NumpyScalar = 0x15,
     /// A reference to a buffer passed next to the payload (see [`OutOfBand`]).
     OutOfBand = 0x16,
+    /// `types.SimpleNamespace`: a dict of its attributes.
+    Namespace = 0x17,
+    /// `Ellipsis` or `NotImplemented` (see [`Singleton`]).
+    Singleton = 0x18,
 }
 
 impl ExtCode {
     /// Every code, in code order.
-    pub const ALL: [ExtCode; 22] = [
+    pub const ALL: [ExtCode; 24] = [
         ExtCode::Date,
         ExtCode::Time,
         ExtCode::DateTime,
@@ -194,6 +203,8 @@ impl ExtCode {
         ExtCode::NdArray,
         ExtCode::NumpyScalar,
         ExtCode::OutOfBand,
+        ExtCode::Namespace,
+        ExtCode::Singleton,
     ];
 
     /// The code's number on the wire.
@@ -217,6 +228,7 @@ impl ExtCode {
             ExtCode::DefaultDict => Some(CompositeCode::DefaultDict),
             ExtCode::Range => Some(CompositeCode::Range),
             ExtCode::Slice => Some(CompositeCode::Slice),
+            ExtCode::Namespace => Some(CompositeCode::Namespace),
             ExtCode::Date
             | ExtCode::Time
             | ExtCode::DateTime
@@ -231,7 +243,8 @@ impl ExtCode {
             | ExtCode::IpInterface
             | ExtCode::NdArray
             | ExtCode::NumpyScalar
-            | ExtCode::OutOfBand => None,
+            | ExtCode::OutOfBand
+            | ExtCode::Singleton => None,
         }
     }
 
@@ -268,6 +281,8 @@ impl ExtCode {
             ExtCode::NdArray => "NDARRAY",
             ExtCode::NumpyScalar => "NUMPY_SCALAR",
             ExtCode::OutOfBand => "OUT_OF_BAND",
+            ExtCode::Namespace => "NAMESPACE",
+            ExtCode::Singleton => "SINGLETON",
         }
     }
 
@@ -295,6 +310,8 @@ pub enum CompositeCode {
     Range,
     /// SLICE.
     Slice,
+    /// NAMESPACE.
+    Namespace,
 }
 
 impl CompositeCode {
@@ -308,6 +325,7 @@ impl CompositeCode {
             CompositeCode::DefaultDict => ExtCode::DefaultDict,
             CompositeCode::Range => ExtCode::Range,
             CompositeCode::Slice => ExtCode::Slice,
+            CompositeCode::Namespace => ExtCode::Namespace,
         }
     }
 
@@ -321,13 +339,14 @@ impl CompositeCode {
             CompositeCode::OrderedDict => ExtLayout::CreateFirst(CreateFirstCode::OrderedDict),
             CompositeCode::Counter => ExtLayout::CreateFirst(CreateFirstCode::Counter),
             CompositeCode::DefaultDict => ExtLayout::CreateFirst(CreateFirstCode::DefaultDict),
+            CompositeCode::Namespace => ExtLayout::CreateFirst(CreateFirstCode::Namespace),
         }
     }
 
     /// How many values follow the code.
     pub const fn values(self) -> usize {
         match self {
-            CompositeCode::OrderedDict | CompositeCode::Counter => 1,
+            CompositeCode::OrderedDict | CompositeCode::Counter | CompositeCode::Namespace => 1,
             CompositeCode::Fraction | CompositeCode::Deque | CompositeCode::DefaultDict => 2,
             CompositeCode::Range | CompositeCode::Slice => 3,
         }
@@ -412,6 +431,8 @@ pub enum ExtBlob<'a> {
     NumpyScalar(NumpyScalar<'a>),
     /// OUT_OF_BAND.
     OutOfBand(OutOfBand<'a>),
+    /// SINGLETON.
+    Singleton(Singleton),
 }
 
 impl<'a> ExtBlob<'a> {
@@ -435,13 +456,15 @@ impl<'a> ExtBlob<'a> {
             ExtCode::NdArray => ExtBlob::NdArray(NdArray::read(&mut r)?),
             ExtCode::NumpyScalar => ExtBlob::NumpyScalar(NumpyScalar::read(&mut r)?),
             ExtCode::OutOfBand => ExtBlob::OutOfBand(OutOfBand::read(&mut r)?),
+            ExtCode::Singleton => ExtBlob::Singleton(Singleton::read(&mut r)?),
             ExtCode::Fraction
             | ExtCode::Deque
             | ExtCode::OrderedDict
             | ExtCode::Counter
             | ExtCode::DefaultDict
             | ExtCode::Range
-            | ExtCode::Slice => {
+            | ExtCode::Slice
+            | ExtCode::Namespace => {
                 return Err(r.invalid(format_args!("is not a blob code")));
             }
         };
@@ -467,6 +490,7 @@ impl<'a> ExtBlob<'a> {
             ExtBlob::NdArray(_) => ExtCode::NdArray,
             ExtBlob::NumpyScalar(_) => ExtCode::NumpyScalar,
             ExtBlob::OutOfBand(_) => ExtCode::OutOfBand,
+            ExtBlob::Singleton(_) => ExtCode::Singleton,
         }
     }
 
@@ -488,6 +512,7 @@ impl<'a> ExtBlob<'a> {
             ExtBlob::NdArray(v) => v.encoded_len(),
             ExtBlob::NumpyScalar(v) => v.encoded_len(),
             ExtBlob::OutOfBand(v) => v.encoded_len(),
+            ExtBlob::Singleton(v) => v.encoded_len(),
         }
     }
 
@@ -509,6 +534,7 @@ impl<'a> ExtBlob<'a> {
             ExtBlob::NdArray(v) => v.write(out),
             ExtBlob::NumpyScalar(v) => v.write(out),
             ExtBlob::OutOfBand(v) => v.write(out),
+            ExtBlob::Singleton(v) => v.write(out),
         }
     }
 }

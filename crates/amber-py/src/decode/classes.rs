@@ -69,6 +69,44 @@ pub enum ShapePlan {
         kind: ObjectKind,
         names: Vec<PyObj>,
     },
+    /// The kinds built by their parts in Python (see `parts.rs`): `target` is the allowed
+    /// class or callable, `plan` what `decode_plan` said.
+    Parts {
+        kind: ObjectKind,
+        target: PyObj,
+        plan: PyObj,
+    },
+}
+
+impl ShapePlan {
+    /// Whether instances of this shape are built by `parts.rs`: the kinds added for
+    /// subclasses, reduce, exceptions and references, allowed or as placeholders.
+    pub(super) fn by_parts(&self) -> bool {
+        match self {
+            ShapePlan::Parts { .. } => true,
+            ShapePlan::Placeholder { kind, .. } => is_parts_kind(*kind),
+            _ => false,
+        }
+    }
+}
+
+/// The kinds `parts.rs` builds.
+pub(super) fn is_parts_kind(kind: ObjectKind) -> bool {
+    match kind {
+        ObjectKind::MutableSubclass
+        | ObjectKind::ValueSubclass
+        | ObjectKind::Global
+        | ObjectKind::Reduce
+        | ObjectKind::NewObj
+        | ObjectKind::Exception
+        | ObjectKind::ReduceKw
+        | ObjectKind::NewObjKw => true,
+        ObjectKind::Attrs
+        | ObjectKind::State
+        | ObjectKind::TupleFields
+        | ObjectKind::Enum
+        | ObjectKind::Custom => false,
+    }
 }
 
 /// What a decode plan depends on besides its class: the payload's kind and field names, and
@@ -206,7 +244,7 @@ fn forget_class(address: usize, weak: *mut ffi::PyObject) {
     drop(removed);
 }
 
-fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
+pub(super) fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
     // SAFETY: obj is a live object; we take a new strong reference.
     unsafe { PyObj::from_borrowed(NonNull::new_unchecked(obj.as_ptr())) }
 }
@@ -222,7 +260,7 @@ fn kind_by_name(name: &str) -> ErrorKind {
 impl PyBuilder<'_, '_> {
     /// Turns a Python exception from class code into a typed rejection: `Refusal` from
     /// `amber._classes` keeps its kind; anything else becomes `bad_state` with the message.
-    fn class_failure(&mut self, err: PyErr, context: &str) -> BuildError {
+    pub(super) fn class_failure(&mut self, err: PyErr, context: &str) -> BuildError {
         let py = self.py;
         let value = err.value(py);
         let kind = value
@@ -258,11 +296,14 @@ impl PyBuilder<'_, '_> {
     ) -> Result<(), BuildError> {
         debug_assert_eq!(index, self.shapes.len());
         let key = format!("{}:{}", shape.module, shape.qualname);
-        let found = if shape.kind == ObjectKind::Custom {
+        let mut found = if shape.kind == ObjectKind::Custom {
             self.lookup(&self.classes.decoders, &key).map(|f| owned(&f))
         } else {
             self.lookup(&self.classes.allowed, &key).map(|c| owned(&c))
         };
+        if found.is_none() && shape.module == "builtins" {
+            found = self.builtin_named(&key, shape.kind)?;
+        }
         let plan = match found {
             None if self.classes.placeholders => ShapePlan::Placeholder {
                 names: shape
@@ -369,12 +410,24 @@ impl PyBuilder<'_, '_> {
                         "a custom shape cannot be planned from a class",
                     ));
                 }
+                ObjectKind::MutableSubclass
+                | ObjectKind::ValueSubclass
+                | ObjectKind::Global
+                | ObjectKind::Reduce
+                | ObjectKind::NewObj
+                | ObjectKind::Exception
+                | ObjectKind::ReduceKw
+                | ObjectKind::NewObjKw => ShapePlan::Parts {
+                    kind: shape.kind,
+                    target: cls,
+                    plan: owned(answer.as_any()),
+                },
             })
         })();
         parsed.map_err(|e| self.class_failure(e, "reading the class plan"))
     }
 
-    fn shape_plan(&self, shape: usize) -> Result<&ShapePlan, BuildError> {
+    pub(super) fn shape_plan(&self, shape: usize) -> Result<&ShapePlan, BuildError> {
         self.shapes.get(shape).ok_or(BuildError::Host)
     }
 
@@ -489,6 +542,11 @@ impl PyBuilder<'_, '_> {
                     Ok(_) => Ok(()),
                     Err(e) => Err(self.class_failure(e, "__setstate__")),
                 };
+            }
+            // Per field of the other kinds, so checked here rather than before the match.
+            ShapePlan::Parts { .. } => return self.parts_set(shape, index, value),
+            ShapePlan::Placeholder { kind, .. } if is_parts_kind(*kind) => {
+                return self.parts_set(shape, index, value)
             }
             ShapePlan::Placeholder { kind, names, .. } => {
                 // SAFETY: obj is a Placeholder we made; value is live.

@@ -237,7 +237,13 @@ impl Builder for PyBuilder<'_, '_> {
         self.class_define_shape(index, shape)
     }
     fn object_begin(&mut self, shape: usize) -> Result<PyObj, BuildError> {
+        if self.shape_plan(shape)?.by_parts() {
+            return self.parts_begin(shape);
+        }
         self.class_begin(shape)
+    }
+    fn object_from_first(&mut self, shape: usize, first: PyObj) -> Result<PyObj, BuildError> {
+        self.parts_from_first(shape, first)
     }
     fn object_set(
         &mut self,
@@ -249,9 +255,15 @@ impl Builder for PyBuilder<'_, '_> {
         self.class_set(obj, shape, index, value)
     }
     fn object_finish(&mut self, obj: &PyObj, shape: usize) -> Result<(), BuildError> {
+        if self.shape_plan(shape)?.by_parts() {
+            return self.parts_finish(obj, shape);
+        }
         self.class_finish(obj, shape)
     }
     fn object_build(&mut self, shape: usize, values: Vec<PyObj>) -> Result<PyObj, BuildError> {
+        if self.shape_plan(shape)?.by_parts() {
+            return self.parts_build(shape, values);
+        }
         self.class_build(shape, values)
     }
 }

@@ -11,7 +11,7 @@ use std::ffi::CStr;
 use amber_format::ext::composite::{self, Checked, Factory, Int, Part};
 use amber_format::ext::{
     Array, ArrayTypecode, Date, DateTime, Decimal, DecimalValue, ExtBlob, IpAddr, Path, SafeUuid,
-    Time, Tz, Uuid,
+    Singleton, Time, Tz, Uuid,
 };
 use amber_format::{
     BuildAfterCode, BuildError, CompositeCode, CreateFirstCode, ErrorKind, ExtCode,
@@ -36,6 +36,7 @@ static DEQUE: Cached = Cached::new();
 static ORDERED_DICT: Cached = Cached::new();
 static COUNTER: Cached = Cached::new();
 static DEFAULTDICT: Cached = Cached::new();
+static SIMPLE_NAMESPACE: Cached = Cached::new();
 static ARRAY: Cached = Cached::new();
 static PATHS: [Cached; 4] = [Cached::new(), Cached::new(), Cached::new(), Cached::new()];
 static PATH_NAMES: [&CStr; 4] = [
@@ -216,6 +217,17 @@ impl PyBuilder<'_, '_> {
             ExtBlob::NdArray(array) => self.ndarray(array),
             ExtBlob::NumpyScalar(scalar) => self.numpy_scalar(scalar),
             ExtBlob::OutOfBand(oob) => self.out_of_band(oob),
+            ExtBlob::Singleton(constant) => {
+                // SAFETY: the interpreter's own singletons; PyObj takes a new reference.
+                let ptr = unsafe {
+                    match constant {
+                        Singleton::Ellipsis => ffi::Py_Ellipsis(),
+                        Singleton::NotImplemented => ffi::Py_NotImplemented(),
+                    }
+                };
+                // SAFETY: a live, non-NULL singleton.
+                Ok(unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ptr)) })
+            }
         }
     }
 
@@ -573,6 +585,9 @@ impl PyBuilder<'_, '_> {
             CreateFirstCode::DefaultDict => {
                 self.lib(&DEFAULTDICT, c"collections", c"defaultdict")?
             }
+            CreateFirstCode::Namespace => {
+                self.lib(&SIMPLE_NAMESPACE, c"types", c"SimpleNamespace")?
+            }
         };
         self.call(class, &[], code.code().spec_name())
     }
@@ -637,7 +652,24 @@ impl PyBuilder<'_, '_> {
         } else if list {
             Part::List
         } else if dict {
-            Part::Dict
+            let mut pos: ffi::Py_ssize_t = 0;
+            let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+            let mut str_keys = true;
+            // SAFETY: iterating a live exact dict without running Python code; the key is
+            // borrowed for a type check only.
+            while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) } != 0 {
+                // SAFETY: a type check of a live key.
+                if unsafe { ffi::PyUnicode_CheckExact(key) } == 0 {
+                    str_keys = false;
+                    break;
+                }
+            }
+            if str_keys {
+                Part::StrKeyDict
+            } else {
+                Part::Dict
+            }
         } else {
             Part::Other
         })
@@ -714,6 +746,20 @@ impl PyBuilder<'_, '_> {
                     return Err(self.python_rejected(what));
                 }
                 self.merge(obj, items, what)
+            }
+            CreateFirstCode::Namespace => {
+                let [attrs] = values.as_slice() else {
+                    return Err(wrong_count(what, values.len()));
+                };
+                // The namespace's own __dict__, updated in place: the attribute names are
+                // checked to be str above.
+                // SAFETY: obj is a SimpleNamespace (instances have a __dict__); a new
+                // reference or NULL with an exception.
+                let dict = PyObj::from_owned(unsafe {
+                    ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut())
+                })
+                .ok_or_else(|| self.python_rejected(what))?;
+                self.merge(&dict, attrs, what)
             }
         }
     }

@@ -9,6 +9,7 @@ mod key_cache;
 mod known;
 mod numpy;
 mod oob;
+mod parts;
 mod scalars;
 
 use amber_format::envelope::BodyOrigin;
@@ -40,6 +41,9 @@ pub struct PyBuilder<'py, 'o> {
     /// No Python code can change the body meanwhile, so large copies out of it may run
     /// without the GIL (see `crate::buffer::copy_detached`).
     frozen_body: bool,
+    /// The values of the instances built by their parts that are being decoded, innermost
+    /// last (see `parts.rs`).
+    pending: Vec<Vec<PyObj>>,
 }
 
 impl<'py, 'o> PyBuilder<'py, 'o> {
@@ -60,6 +64,7 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
             oob: oob::Buffers::new(buffers),
             templates: dict_template::Templates::default(),
             frozen_body,
+            pending: Vec::new(),
         }
     }
 

@@ -94,16 +94,16 @@ impl PyEncoder<'_> {
             ..self.options
         };
         let bytes =
-            encode(self.py, obj, options, self.custom.clone(), None).map_err(
-                |fail| match fail.kind {
-                    FailKind::TooDeep(_) => {
-                        let mut fail = fail;
-                        fail.kind = FailKind::TooDeep(max_depth);
-                        fail
-                    }
-                    _ => fail,
-                },
-            )?;
+            encode(self.py, obj, options, self.classes.clone(), None).map_err(|fail| match fail
+                .kind
+            {
+                FailKind::TooDeep(_) => {
+                    let mut fail = fail;
+                    fail.kind = FailKind::TooDeep(max_depth);
+                    fail
+                }
+                _ => fail,
+            })?;
         // SAFETY: encode returns a bytes object, which we own.
         let payload = unsafe {
             std::slice::from_raw_parts(

@@ -27,12 +27,18 @@ use crate::weak_class::refers_to;
 
 /// `encode_plan`'s code for `amber.Placeholder`, which is not a payload kind.
 const PLACEHOLDER: u8 = 255;
+/// `encode_plan`'s code for classes whose instances are written by their parts (see
+/// `parts.rs`), worked out per instance.
+const PARTS: u8 = 254;
 
 /// How instances of one class are written. It holds no reference to the class: the process-wide
 /// cache must not keep classes alive, and an encode holds the classes it uses itself.
 pub(crate) struct ClassPlan {
     /// For `amber.Placeholder`: written as the class it names, not as itself.
     placeholder: bool,
+    /// For instances written by their parts: whether they are created first (a subclass of
+    /// a mutable builtin) rather than made from their first value or built after.
+    pub(super) parts: Option<bool>,
     kind: ObjectKind,
     module: String,
     qualname: String,
@@ -168,17 +174,30 @@ impl PyEncoder<'_> {
         if plan.placeholder {
             return self.placeholder_instance(obj);
         }
+        if let Some(creates_first) = plan.parts {
+            return self.parts_instance(obj, creates_first);
+        }
         match plan.kind {
             ObjectKind::Attrs => self.attrs_instance(obj, ty, &plan),
             ObjectKind::State => self.state_instance(obj, ty, &plan),
             ObjectKind::TupleFields => self.tuple_fields_instance(obj, ty, &plan),
             ObjectKind::Enum => self.enum_instance(obj, ty, &plan),
-            ObjectKind::Custom => Err(EncodeFail::unsupported(self.py, obj)),
+            // Custom types come from the caller's table, and these kinds are worked out per
+            // instance (`plan.parts`): no class plan names them.
+            ObjectKind::Custom
+            | ObjectKind::MutableSubclass
+            | ObjectKind::ValueSubclass
+            | ObjectKind::Global
+            | ObjectKind::Reduce
+            | ObjectKind::NewObj
+            | ObjectKind::Exception
+            | ObjectKind::ReduceKw
+            | ObjectKind::NewObjKw => Err(EncodeFail::unsupported(self.py, obj)),
         }
     }
 
     fn custom_encoder(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Option<PyObj>, EncodeFail> {
-        let Some(table) = self.custom.as_ref() else {
+        let Some(table) = self.classes.custom.as_ref() else {
             return Ok(None);
         };
         // SAFETY: table is a live dict; the key is a live type; GetItemWithError returns a
@@ -290,7 +309,7 @@ impl PyEncoder<'_> {
 
     /// Writes the OBJECT tag and a shape found by its text (`key` tells classes apart),
     /// defining the shape on first use; returns its number.
-    fn shape_by_text(
+    pub(super) fn shape_by_text(
         &mut self,
         key: usize,
         module: &str,
@@ -305,6 +324,7 @@ impl PyEncoder<'_> {
             return Ok(number);
         }
         let label = texts.pop().unwrap_or_default();
+        self.check_allowed(module, qualname, kind)?;
         for text in &texts {
             field_name(text.as_bytes()).map_err(|p| {
                 refused(format!(
@@ -567,7 +587,30 @@ impl PyEncoder<'_> {
                 values.push(owned(&value));
             }
         } else {
-            values.push(owned(&state));
+            match kind.value_count(0) {
+                // GLOBAL: the names are the whole value.
+                0 if state.is_none() => {}
+                0 => {
+                    return Err(refused(format!(
+                        "placeholder state of {module}.{qualname} must be None for a GLOBAL"
+                    )))
+                }
+                1 => values.push(owned(&state)),
+                // The kinds with several values: a tuple of them, in order (spec 5.17.6).
+                count => {
+                    let tuple = state
+                        .cast::<pyo3::types::PyTuple>()
+                        .ok()
+                        .filter(|t| t.len() == count)
+                        .ok_or_else(|| {
+                            refused(format!(
+                                "placeholder state of {module}.{qualname} must be a tuple of \
+                                 {count} values for a {kind_name}"
+                            ))
+                        })?;
+                    values.extend(tuple.iter().map(|v| owned(&v)));
+                }
+            }
         }
         let token = if kind.creates_first() {
             if self.write_ref_if_seen(obj) {
@@ -584,19 +627,66 @@ impl PyEncoder<'_> {
         let kept: Vec<*mut ffi::PyObject> =
             values.into_iter().map(|v| self.keep_alive_obj(v)).collect();
         self.shape_by_text(0, &module, &qualname, kind, texts.clone())?;
+        let from_first = kind.creation() == amber_format::object::Creation::FromFirstValue;
         for (i, value) in kept.into_iter().enumerate() {
-            let label = texts
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| String::from("state"));
+            let label = match texts.get(i) {
+                Some(text) => text.clone(),
+                None if kind.value_count(0) > 1 => String::from(super::parts::value_label(kind, i)),
+                None => String::from("state"),
+            };
             self.nested_value(value)
                 .map_err(|e| e.at(Segment::Attr(label), obj))?;
+            // Where the decoder records the instance it stands for (spec 5.17.3).
+            if i == 0 && from_first {
+                if let Some(Some(token)) = token.as_ref() {
+                    self.memo.first_value_complete(obj, token);
+                }
+            }
         }
         match token {
             Some(token) => self.end_immutable(obj, token),
             None => self.leave(),
         }
         Ok(())
+    }
+
+    /// With `types=`, refuses a shape a decoder given the same list would refuse (spec
+    /// 5.17.4): one whose names are neither in the list nor in the fixed tables of builtins.
+    /// Custom types need no listing (the caller's `custom=` decodes them).
+    fn check_allowed(
+        &mut self,
+        module: &str,
+        qualname: &str,
+        kind: ObjectKind,
+    ) -> Result<(), EncodeFail> {
+        let Some(allowed) = self.classes.allowed.as_ref() else {
+            return Ok(());
+        };
+        if kind == ObjectKind::Custom {
+            return Ok(());
+        }
+        let py = self.py;
+        let key = format!("{module}:{qualname}");
+        // SAFETY: allowed is a live dict the encode holds.
+        let table = unsafe { Bound::from_borrowed_ptr(py, allowed.as_ptr()) };
+        let listed = table
+            .cast::<pyo3::types::PyDict>()
+            .map_err(|e| EncodeFail::new(FailKind::Python(e.into())))?
+            .get_item(&key)
+            .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        if listed.is_some() {
+            return Ok(());
+        }
+        if module == "builtins" {
+            let fixed = Callback::BuiltinNamed.call(py, (&key, kind as u8));
+            if fixed.is_ok_and(|found| !found.is_none()) {
+                return Ok(());
+            }
+        }
+        Err(refused(format!(
+            "class {module}.{qualname} is not in types=[...]: a decoder given the same types \
+             would refuse it"
+        )))
     }
 
     /// Keeps a temporary alive until the encode ends, so its address is never reused by
@@ -630,7 +720,10 @@ fn name_text(py: Python<'_>, name: *mut ffi::PyObject) -> Result<String, EncodeF
         .map_err(|_| refused(String::from("an attribute name is not encodable as UTF-8")))
 }
 
-fn checked_names(module: String, qualname: String) -> Result<(String, String), EncodeFail> {
+pub(super) fn checked_names(
+    module: String,
+    qualname: String,
+) -> Result<(String, String), EncodeFail> {
     for (what, name) in [("module", &module), ("qualname", &qualname)] {
         dotted_name(name.as_bytes()).map_err(|p| {
             refused(format!(
@@ -645,6 +738,17 @@ fn checked_names(module: String, qualname: String) -> Result<(String, String), E
 fn parse_plan(py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<ClassPlan> {
     let tuple = answer.cast::<PyTuple>()?;
     let kind_code: u8 = tuple.get_item(0)?.extract()?;
+    if kind_code == PARTS {
+        return Ok(ClassPlan {
+            placeholder: false,
+            parts: Some(tuple.get_item(1)?.extract()?),
+            kind: ObjectKind::Global,
+            module: String::new(),
+            qualname: String::new(),
+            has_dict: false,
+            names: Vec::new(),
+        });
+    }
     let placeholder = kind_code == PLACEHOLDER;
     let kind = match placeholder {
         true => ObjectKind::Custom,
@@ -671,6 +775,7 @@ fn parse_plan(py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<ClassPlan> 
     let _ = py;
     Ok(ClassPlan {
         placeholder,
+        parts: None,
         kind,
         module,
         qualname,
@@ -692,6 +797,7 @@ fn custom_plan(py: Python<'_>, cls: &Bound<'_, PyAny>) -> Result<ClassPlan, Enco
     let _ = py;
     Ok(ClassPlan {
         placeholder: false,
+        parts: None,
         kind: ObjectKind::Custom,
         module,
         qualname,

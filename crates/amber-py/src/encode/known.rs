@@ -14,8 +14,8 @@ use std::ffi::CStr;
 use amber_format::ext::composite::Factory;
 use amber_format::ext::{
     valid_zone_key, Array, ArrayTypecode, BufferKind, CompositeCode, Date, DateTime, Decimal,
-    DecimalValue, ExtBlob, IpAddr, IpAddress, IpPrefixed, Path, PathFlavour, SafeUuid, Time,
-    TimeDelta, Tz, Uuid,
+    DecimalValue, ExtBlob, IpAddr, IpAddress, IpPrefixed, Path, PathFlavour, SafeUuid, Singleton,
+    Time, TimeDelta, Tz, Uuid,
 };
 use amber_format::ExtCode;
 use pyo3::prelude::*;
@@ -86,6 +86,7 @@ static IPV4_NETWORK: Cached = Cached::new();
 static IPV6_NETWORK: Cached = Cached::new();
 static IPV4_INTERFACE: Cached = Cached::new();
 static IPV6_INTERFACE: Cached = Cached::new();
+static SIMPLE_NAMESPACE: Cached = Cached::new();
 
 /// The datetime C-API once `datetime` is loaded; never imports it.
 fn datetime_api(load: bool) -> Option<&'static ffi::PyDateTime_CAPI> {
@@ -208,6 +209,12 @@ fn classify(ty: *mut ffi::PyTypeObject) -> Option<Known> {
             Known::Composite(CompositeCode::DefaultDict),
         ),
         b"array.array" => (&ARRAY, c"array", c"array", Known::Blob(BlobType::Array)),
+        b"types.SimpleNamespace" => (
+            &SIMPLE_NAMESPACE,
+            c"types",
+            c"SimpleNamespace",
+            Known::Composite(CompositeCode::Namespace),
+        ),
         b"PurePosixPath" => (
             &PURE_POSIX_PATH,
             c"pathlib",
@@ -385,6 +392,7 @@ impl PyEncoder<'_> {
                 | CompositeCode::Counter
                 | CompositeCode::DefaultDict),
             ) => self.dict_like(obj, code.code()),
+            Known::Composite(CompositeCode::Namespace) => self.namespace(obj),
             Known::Blob(blob) => self.known_blob(obj, blob),
         }
     }
@@ -863,6 +871,19 @@ impl PyEncoder<'_> {
         if unsafe { ffi::PyDict_Merge(items.as_ptr(), obj, 1) } < 0 {
             return Err(EncodeFail::python(self.py));
         }
+        self.private_dict(&items, obj, false)?;
+        self.leave();
+        Ok(())
+    }
+
+    /// Writes `items`, a dict made for the occasion that nothing else can reach, as the
+    /// DICT value of `obj`; error paths name its pairs by key, or by attribute for `attrs`.
+    fn private_dict(
+        &mut self,
+        items: &PyObj,
+        obj: *mut ffi::PyObject,
+        attrs: bool,
+    ) -> Result<(), EncodeFail> {
         self.enter()?;
         // SAFETY: items is a dict only we hold.
         let n = unsafe { ffi::PyDict_Size(items.as_ptr()) };
@@ -874,15 +895,69 @@ impl PyEncoder<'_> {
         // SAFETY: iterating a dict nothing else can reach; key and value are borrowed
         // from it.
         while unsafe { ffi::PyDict_Next(items.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
-            self.nested_value(key)
-                .map_err(|e| e.at(Segment::KeyOf(index), obj))?;
-            self.nested_value(value)
-                .map_err(|e| e.at(Segment::Key(super::error::key_label(self.py, key)), obj))?;
+            let label = super::error::key_label(self.py, key);
+            let (key_at, value_at) = if attrs {
+                (Segment::Attr(label.clone()), Segment::Attr(label))
+            } else {
+                (Segment::KeyOf(index), Segment::Key(label))
+            };
+            self.nested_value(key).map_err(|e| e.at(key_at, obj))?;
+            self.nested_value(value).map_err(|e| e.at(value_at, obj))?;
             index += 1;
         }
         self.leave();
+        Ok(())
+    }
+
+    /// `types.SimpleNamespace`: a new dict of its attributes, in order.
+    fn namespace(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+        if self.write_ref_if_seen(obj) {
+            return Ok(());
+        }
+        // SAFETY: obj is a live SimpleNamespace, whose instances have a __dict__; a new
+        // reference or NULL with an exception.
+        let attrs =
+            PyObj::from_owned(unsafe { ffi::PyObject_GenericGetDict(obj, std::ptr::null_mut()) })
+                .ok_or_else(|| EncodeFail::python(self.py))?;
+        // A private copy: encoding the values may run code that changes the namespace.
+        // SAFETY: attrs is a live dict; PyDict_Copy returns a new exact dict or NULL.
+        let items = PyObj::from_owned(unsafe { ffi::PyDict_Copy(attrs.as_ptr()) })
+            .ok_or_else(|| EncodeFail::python(self.py))?;
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: iterating a dict nothing else can reach; the key is borrowed for a type
+        // check only.
+        while unsafe { ffi::PyDict_Next(items.as_ptr(), &mut pos, &mut key, &mut value) } != 0 {
+            // SAFETY: a type check of a live key.
+            if unsafe { ffi::PyUnicode_CheckExact(key) } == 0 {
+                return Err(refuse(String::from(
+                    "a SimpleNamespace has an attribute name that is not a str",
+                )));
+            }
+        }
+        self.enter()?;
+        self.writer.ext_header(ExtCode::Namespace);
+        self.private_dict(&items, obj, true)?;
         self.leave();
         Ok(())
+    }
+
+    /// `Ellipsis` and `NotImplemented`: one object each per process, written in full every
+    /// time, never memoized (spec 6.4).
+    pub(super) fn singleton(&mut self, obj: *mut ffi::PyObject) -> bool {
+        // SAFETY: comparing with the interpreter's two singletons.
+        let constant = unsafe {
+            if obj == ffi::Py_Ellipsis() {
+                Singleton::Ellipsis
+            } else if obj == ffi::Py_NotImplemented() {
+                Singleton::NotImplemented
+            } else {
+                return false;
+            }
+        };
+        self.writer.ext(&ExtBlob::Singleton(constant));
+        true
     }
 
     /// A defaultdict's factory: None or the name of a builtin type.

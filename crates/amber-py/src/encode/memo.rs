@@ -262,6 +262,15 @@ impl Memo {
         Some(start)
     }
 
+    /// Tells the tracker that the first value of an object made from it is written (see
+    /// `RefTracker::first_value_complete`).
+    #[inline]
+    pub(super) fn first_value_complete(&mut self, obj: *mut ffi::PyObject, token: &ImmutableToken) {
+        if let Some(tracker) = self.tracker.as_mut() {
+            tracker.first_value_complete(obj as usize, token);
+        }
+    }
+
     /// Tells the tracker a tuple or frozenset begun with a token is complete.
     #[inline]
     pub(super) fn end_immutable(

@@ -10,6 +10,7 @@ mod memo;
 mod numpy;
 mod oob;
 mod packed;
+mod parts;
 mod rows;
 mod scalars;
 mod sink;
@@ -24,6 +25,15 @@ pub use oob::OutOfBand;
 use sink::BytesSink;
 
 use crate::object::{PyObj, Types};
+
+/// The caller's class tables of one encode: `custom=` encode functions by exact type, and
+/// the allow-list of `types=` (`"module:qualname"` keys, as `amber._classes.registry` makes
+/// it), which refuses every shape a decoder given the same list would refuse.
+#[derive(Clone, Default)]
+pub struct ClassTables {
+    pub custom: Option<PyObj>,
+    pub allowed: Option<PyObj>,
+}
 
 /// Encoder options, validated by the caller.
 #[derive(Clone, Copy, Debug)]
@@ -54,8 +64,8 @@ pub struct PyEncoder<'py> {
     shapes: classes::ShapeTable,
     /// Objects made during the encode (states, temporary lists), alive until it ends.
     temporaries: Vec<PyObj>,
-    /// The caller's custom encode functions by exact type (a dict), if any.
-    custom: Option<PyObj>,
+    /// The caller's custom encode functions and allow-list.
+    classes: ClassTables,
     /// The class plan used last, by type: instances of one class tend to come in runs.
     last_plan: Option<(usize, std::sync::Arc<classes::ClassPlan>)>,
     /// Plans of the caller's custom types met so far, by type.
@@ -76,7 +86,7 @@ pub fn encode(
     py: Python<'_>,
     obj: *mut ffi::PyObject,
     options: Options,
-    custom: Option<PyObj>,
+    classes: ClassTables,
     mut oob: Option<&mut OutOfBand>,
 ) -> Result<PyObj, EncodeFail> {
     let mut encoder = PyEncoder {
@@ -89,7 +99,7 @@ pub fn encode(
         types: Types::get(),
         shapes: classes::ShapeTable::default(),
         temporaries: Vec::new(),
-        custom,
+        classes,
         last_plan: None,
         custom_plans: rustc_hash::FxHashMap::default(),
         attr_names: Vec::new(),
@@ -195,6 +205,9 @@ impl PyEncoder<'_> {
             return self.bytearray(obj);
         } else if ty == t.complex {
             self.complex(obj);
+            return Ok(());
+        }
+        if self.singleton(obj) {
             return Ok(());
         }
         // Everything below may allocate tracked objects or run class code.
