@@ -7,14 +7,17 @@ import { VarintReader } from "./varint.js";
 import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
 import { asciiString } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
-import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, type ObjectKind } from "./types.js";
-import { ExtCode, EXT_NAMES } from "./ext/base.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
+import { ExtCode, EXT_NAMES, MAX_EXT_CODE } from "./ext/base.js";
 import { parseExtBlob, isBlobCode, compositeValueCount, createComposite, finishComposite, buildComposite } from "./ext/index.js";
 import { InvalidExt } from "./ext/blob_reader.js";
 import { parseOutOfBand, fortranToC } from "./ext/out_of_band.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray } from "./ext/ndarray.js";
-import { type AllowedClass, type Shape, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, createsFirst } from "./object.js";
+import {
+  type AllowedClass, type Shape, type ValueClass, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, valueRule, hasValueRules,
+  inFixedTables, baseFits, BUILTIN_BASES, describeClass,
+} from "./object.js";
 import { KeyTable, keyProblem } from "./keys.js";
 
 export const DEFAULT_MAX_DEPTH = 1000;
@@ -54,7 +57,7 @@ function isIndexKey(k: string): boolean {
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const enum F {
-  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter,
+  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter, ObjectFromFirst,
 }
 
 class Frame {
@@ -396,7 +399,8 @@ export class BodyDecoder {
               continue;
             }
           }
-        } else if (top.type === F.Set || top.type === F.FrozenSet) {
+        } else if (top.type === F.Set || top.type === F.FrozenSet || top.type >= F.ObjectFirst) {
+          // Objects: where each value starts, for the value rules (spec 5.17.3).
           top.childAt = this.pos;
         }
       }
@@ -492,10 +496,16 @@ export class BodyDecoder {
         else f.container[name] = v;
         return --f.remaining === 0;
       }
-      case F.ExtCreateFirst:
-      case F.ExtBuildAfter:
       case F.ObjectFirst:
       case F.ObjectAfter:
+      case F.ObjectFromFirst: {
+        const index = f.count - f.remaining;
+        f.values![index] = v;
+        if (f.code !== 0) this.objectValue(f, index, v);
+        return --f.remaining === 0;
+      }
+      case F.ExtCreateFirst:
+      case F.ExtBuildAfter:
       case F.RecordValues:
         f.values![f.count - f.remaining] = v;
         return --f.remaining === 0;
@@ -577,6 +587,7 @@ export class BodyDecoder {
         return built;
       }
       case F.ObjectFirst:
+      case F.ObjectFromFirst:
         this.depth--;
         this.fillObject(f);
         return f.container;
@@ -729,7 +740,7 @@ export class BodyDecoder {
         case F.TupleList: ev.info = ["tuple_list", f.remaining, f.arity]; break;
         case F.Supersede: ev.info = ["supersede"]; break;
         case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
-        case F.ObjectFirst: case F.ObjectAfter: case F.PlainRecord: case F.RecordValues: {
+        case F.ObjectFirst: case F.ObjectAfter: case F.ObjectFromFirst: case F.PlainRecord: case F.RecordValues: {
           const sh = f.shape!;
           ev.info = ["object", this.lastShapeNumber, this.lastShapeDefined, [sh.module, sh.qualname, sh.kind, sh.fields]];
           break;
@@ -1138,7 +1149,7 @@ export class BodyDecoder {
 
   private ext(at: number, trackOff: number): unknown {
     const c = this.varint();
-    if (typeof c !== "number" || c < 1 || c > 0x16) throw this.err("unknown_ext", at, `EXT code ${c} is not defined`);
+    if (typeof c !== "number" || c < 1 || c > MAX_EXT_CODE) throw this.err("unknown_ext", at, `EXT code ${c} is not defined`);
     if (isBlobCode(c)) {
       const n = this.lengthVarint();
       if (n > this.end - this.pos) throw this.err("truncated", at);
@@ -1261,29 +1272,99 @@ export class BodyDecoder {
       f.count = k;
       return PENDING;
     }
-    const first = createsFirst(shape.kind);
+    const creation = creationOf(shape.kind);
     const values = k === 0 ? [] : newArray(k);
     let instance: unknown = null;
-    if (first) {
-      // A placeholder holds the values array it is being filled with.
-      instance = shape.allowed === null
-        ? new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values)
-        : Object.create(shape.allowed.cls?.prototype ?? Object.prototype);
-    }
-    const f = this.pushFrame(first ? F.ObjectFirst : F.ObjectAfter, at);
+    if (creation === "first") instance = this.newInstance(shape, values);
+    const f = this.pushFrame(creation === "first" ? F.ObjectFirst : creation === "after" ? F.ObjectAfter : F.ObjectFromFirst, at);
     f.shape = shape;
     f.container = instance;
     f.values = values;
     f.remaining = k;
     f.count = k;
+    // code: 1 when the kind has value rules (or host checks) to apply as each value completes.
+    f.code = hasValueRules(shape.kind) ? 1 : 0;
     if (trackOff >= 0) {
-      if (first) this.record(trackOff, instance);
+      if (creation === "first") this.record(trackOff, instance);
       else {
+        // Built after, or made from the first value: incomplete until then (spec 6.2).
         f.trackOff = trackOff;
         (this.incomplete ??= new Set()).add(trackOff);
       }
     }
     return PENDING;
+  }
+
+  /** The instance of a create-first or from-first-value shape, empty: a placeholder holds the
+   * values array it is being filled with; an allowed class's instance gets them at the end. */
+  private newInstance(shape: Shape, values: unknown[]): object {
+    const allowed = shape.allowed;
+    if (allowed === null || (allowed.cls === undefined && shape.kind !== "ATTRS" && shape.kind !== "STATE")) {
+      return new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+    }
+    return Object.create(allowed.cls?.prototype ?? Object.prototype);
+  }
+
+  /** What a value is on the wire (spec 5.17.3 value rules), from the tag it started with: a
+   * REF's target, or for a SUPERSEDE that of the REF that ends it. */
+  private classAt(index: number): ValueClass {
+    const buf = this.buf;
+    let tag = buf[index];
+    if (tag === 0x93 || tag === 0x94) {
+      index = this.bodyStart + this.lastRef;
+      tag = buf[index];
+    }
+    if (tag < 0x40 || (tag >= 0x80 && tag < 0x90)) return "int";
+    if (tag === 0x90) return "None";
+    if (tag === 0x91 || tag === 0x92) return "bool";
+    const code = tag & 0x7f;
+    if (code < 0x58) return "str";
+    if (code < 0x5c) return "list";
+    if (code < 0x60) return "tuple";
+    if (code < 0x68) return "dict";
+    switch (code) {
+      case 0x68: case 0x69: return "str";
+      case 0x6a: return "bytes";
+      case 0x6b: return "bytearray";
+      case 0x6c: case 0x6d: return "int";
+      case 0x6e: case 0x6f: return "float";
+      case 0x70: return "complex";
+      case 0x71: case 0x78: case 0x79: case 0x7c: return "list";
+      case 0x72: return "tuple";
+      case 0x73: return "dict";
+      case 0x74: return "set";
+      case 0x75: return "frozenset";
+      case 0x76: return EXT_NAMES[buf[index + 1]] ?? "EXT";
+      default: return "OBJECT";
+    }
+  }
+
+  /** A value of an OBJECT of a kind with value rules, as soon as it is complete: the rules
+   * (spec 5.17.3), the allowed class's own checks, and for a kind made from its first value,
+   * the instance, recorded now (spec 6.2). */
+  private objectValue(f: Frame, index: number, v: unknown): void {
+    const shape = f.shape!;
+    const kind = shape.kind;
+    const c = this.classAt(f.childAt);
+    const problem = valueRule(kind, index, c);
+    if (problem !== null) throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname}: ${problem}`);
+    const allowed = shape.allowed;
+    if (index === 0 && allowed !== null) {
+      if (allowed.base !== undefined && BUILTIN_BASES[allowed.base] !== c) {
+        throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname}: the builtin value must be ${describeClass(BUILTIN_BASES[allowed.base])}, not ${describeClass(c)}`);
+      }
+      if ((kind === "REDUCE_KW" || kind === "NEWOBJ_KW") && !isCall(v)) {
+        throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname}: the call must be a tuple of the arguments (a tuple) and the keyword arguments (a dict of str keys)`);
+      }
+    }
+    if (index === 0 && f.type === F.ObjectFromFirst) {
+      f.container = this.newInstance(shape, f.values!);
+      if (f.trackOff >= 0) {
+        this.incomplete!.delete(f.trackOff);
+        this.record(f.trackOff, f.container);
+        f.trackOff = -1;
+      }
+    }
   }
 
   private shapeDefinition(at: number): Shape {
@@ -1322,11 +1403,14 @@ export class BodyDecoder {
     const name = `${module}:${qualname}`;
     const allowed = this.options.types?.find((t) => t.name === name);
     if (allowed === undefined) {
+      // The fixed tables (spec 5.17.4): builtin exceptions and types, as placeholders.
+      if (inFixedTables(module, qualname, kind)) return { name, kind };
       if (this.options.placeholders) return null;
       const e = new ClassNotAllowedError(at - this.delta, module, qualname);
       throw e;
     }
     if (allowed.kind !== kind) throw this.err("bad_shape", at, `${name} is not written as ${kind}`);
+    if (allowed.base !== undefined && !baseFits(kind, allowed.base)) throw this.err("bad_shape", at, `${name} (a ${allowed.base} subclass) is not written as ${kind}`);
     if (allowed.fields !== undefined && fields !== null) {
       if (this.options.unknownFields === "error") {
         const unknown = fields.find((f) => !allowed.fields!.includes(f));
@@ -1342,8 +1426,8 @@ export class BodyDecoder {
     const shape = f.shape!;
     const obj = f.container;
     const values = f.values!;
-    if (shape.allowed === null) {
-      (obj as Placeholder).values = values;
+    if (obj instanceof Placeholder) {
+      obj.values = values;
       return;
     }
     if (shape.kind === "ATTRS") {
@@ -1352,7 +1436,15 @@ export class BodyDecoder {
       });
       return;
     }
-    // STATE
+    if (shape.kind !== "STATE") {
+      // MUTABLE_SUBCLASS and the kinds made from their first value: all values at once.
+      try {
+        if (typeof obj.__setvalues__ === "function") obj.__setvalues__(values);
+      } catch (e) {
+        throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname} refused its values: ${(e as Error).message}`);
+      }
+      return;
+    }
     const state = values[0];
     try {
       if (typeof obj.__setstate__ === "function") obj.__setstate__(state);
@@ -1384,9 +1476,11 @@ export class BodyDecoder {
         case "CUSTOM":
           if (!allowed.decode) throw new Error("no decode function was given");
           return allowed.decode(values[0]);
-        case "ATTRS":
-        case "STATE":
-          throw new Error("create-first kinds are filled, not built");
+        case "GLOBAL":
+          // The allowed object itself; a name of the fixed tables stands as a placeholder.
+          return allowed.cls ?? new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+        default:
+          throw new Error("only built-after kinds are built");
       }
     } catch (e) {
       throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname} refused its values: ${(e as Error).message}`);
@@ -1394,6 +1488,16 @@ export class BodyDecoder {
   }
 }
 
+
+/** The call of REDUCE_KW and NEWOBJ_KW: (arguments, keyword arguments), the keywords strs. */
+function isCall(v: unknown): boolean {
+  if (!(v instanceof Tuple) || v.length !== 2 || !(v[0] instanceof Tuple)) return false;
+  const kw = v[1];
+  if (kw instanceof Map) return kw.constructor === Map && [...kw.keys()].every((k) => typeof k === "string");
+  if (typeof kw !== "object" || kw === null || (kw as Record<symbol, unknown>)[CLASS] !== undefined) return false;
+  const proto = Object.getPrototypeOf(kw);
+  return proto === Object.prototype || proto === null;
+}
 
 function describe(v: unknown): string {
   if (v instanceof Map) return "a dict";

@@ -5,14 +5,14 @@
 import { EncodeError } from "./errors.js";
 import { hasLoneSurrogate, encodeUtf8Surrogates, writeUtf8 } from "./utf8.js";
 import { zigzagBig } from "./varint.js";
-import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, CLASS, type ObjectKind, OBJECT_KINDS } from "./types.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, CLASS, PySingleton, creationOf, type ObjectKind, OBJECT_KINDS } from "./types.js";
 import { ExtBlobValue, ExtCode } from "./ext/base.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray } from "./ext/ndarray.js";
 import { AmberDateTime } from "./ext/datetime.js";
-import { Deque, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice } from "./ext/composite.js";
+import { Deque, Namespace, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice } from "./ext/composite.js";
 import { OOB_THRESHOLD, outOfBandBlob } from "./ext/out_of_band.js";
-import { type AllowedClass, type ClassInfo } from "./object.js";
+import { type AllowedClass, type ClassInfo, valueCount } from "./object.js";
 import { DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH } from "./decode.js";
 import { seal, sealAsync, type SealOptions } from "./seal.js";
 
@@ -124,6 +124,8 @@ class Encoder {
   private holders: Map<object, number> | null = null;
   buffers: Uint8Array[] = [];
   private typesByProto: Map<object, AllowedClass> | null = null;
+  /** GLOBAL entries of types: the allowed objects themselves. */
+  private globals: Map<unknown, AllowedClass> | null = null;
 
   constructor(readonly options: EncodeOptions, private readonly root: unknown, supersede: Set<number>) {
     this.refs = options.refs ?? true;
@@ -138,7 +140,11 @@ class Encoder {
     this.out[2] = 0x01;
     if (options.types?.length) {
       this.typesByProto = new Map();
-      for (const t of options.types) if (t.cls) this.typesByProto.set(t.cls.prototype, t);
+      for (const t of options.types) {
+        if (!t.cls) continue;
+        if (t.kind === "GLOBAL") (this.globals ??= new Map()).set(t.cls, t);
+        else this.typesByProto.set(t.cls.prototype, t);
+      }
     }
   }
 
@@ -362,6 +368,15 @@ class Encoder {
   }
 
   private object(v: object): void {
+    if (v instanceof PySingleton) {
+      // One object each, like None: written in full every time, never memoized (spec 6.4).
+      this.ensure(4);
+      this.out[this.pos++] = 0x76;
+      this.out[this.pos++] = ExtCode.SINGLETON;
+      this.out[this.pos++] = 1;
+      this.out[this.pos++] = v.byte;
+      return;
+    }
     const memo = this.memo;
     if (memo !== null) {
       const target = memo.get(v);
@@ -405,7 +420,7 @@ class Encoder {
     }
     if (v instanceof Float) return this.scalar(v, useMemo, () => this.float(v.value, v.nanBits));
     if (v instanceof Map) {
-      if (v instanceof OrderedDict || v instanceof Counter || v instanceof DefaultDict) {
+      if (v instanceof OrderedDict || v instanceof Counter || v instanceof DefaultDict || v instanceof Namespace) {
         return this.createdFirst(v, useMemo, () => this.mapComposite(v));
       }
       this.begin(v, useMemo);
@@ -428,11 +443,7 @@ class Encoder {
       });
     }
     if (v instanceof ExtBlobValue) return this.scalar(v, useMemo, () => this.extBlob(v));
-    if (v instanceof Placeholder) {
-      const first = v.kind === "ATTRS" || v.kind === "STATE";
-      const write = () => this.objectValue(v.module, v.qualname, v.kind, v.fields, v.values);
-      return first ? this.createdFirst(v, useMemo, write) : this.builtAfter(v, useMemo, write);
-    }
+    if (v instanceof Placeholder) return this.instance(v, useMemo, v.module, v.qualname, v.kind, v.fields, v.values);
     if (v instanceof Deque) return this.createdFirst(v, useMemo, () => this.composite(ExtCode.DEQUE, [v.maxlen, new FreshList(v.items)]));
     if (v instanceof Fraction) return this.builtAfter(v, useMemo, () => this.composite(ExtCode.FRACTION, [v.numerator, v.denominator]));
     if (v instanceof Range) return this.builtAfter(v, useMemo, () => this.composite(ExtCode.RANGE, [v.start, v.stop, v.step]));
@@ -447,6 +458,11 @@ class Encoder {
     if (v instanceof FreshList) return this.list(v.items);
     const allowed = this.typesByProto?.get(proto);
     if (allowed) return this.classInstance(v, allowed, useMemo);
+    const global = this.globals?.get(v);
+    if (global) {
+      const [module, qualname] = splitName(global.name);
+      return this.instance(v, useMemo, module, qualname, "GLOBAL", null, []);
+    }
     this.fail(`cannot write an instance of ${(v as object).constructor?.name ?? "an unknown class"} (not in types)`);
   }
 
@@ -498,6 +514,52 @@ class Encoder {
       } else {
         this.memo!.set(v, at);
       }
+    }
+  }
+
+  /**
+   * An object made from its first value (spec 6.4 rule 5, 6.5): an occurrence numbered as
+   * the built-after ones are, memoized once its first value is complete, so that its other
+   * values may refer to it; a copy found on the first pass is wrapped in SUPERSEDE.
+   */
+  private fromFirst(v: object, useMemo: boolean, head: () => void, values: readonly unknown[]): void {
+    const n = this.occurrence++;
+    const copy = this.supersede.has(n);
+    if (copy) {
+      this.enter();
+      this.byte(0x94);
+    }
+    const at = this.here;
+    if (this.active !== null) this.active.add(v);
+    head();
+    this.enter();
+    this.items(values.slice(0, 1));
+    if (!copy && useMemo) {
+      if (this.memo!.has(v)) this.copies.add(n);
+      else this.memo!.set(v, at);
+    }
+    this.items(values, 1);
+    this.depth--;
+    if (this.active !== null) this.active.delete(v);
+    if (copy) {
+      this.depth--;
+      const target = this.memo!.get(v);
+      if (target === undefined) this.fail("internal error: a SUPERSEDE copy without its real value");
+      this.writeRef(target);
+    }
+  }
+
+  /** An OBJECT of any kind, created, made or built as its kind says. */
+  private instance(v: object, useMemo: boolean, module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[]): void {
+    const count = kind === "ATTRS" || kind === "TUPLE_FIELDS" ? fields?.length ?? 0 : valueCount(kind, null);
+    if (values.length !== count) this.fail(`a ${kind} object of ${module}:${qualname} needs ${count} values, not ${values.length}`);
+    switch (creationOf(kind)) {
+      case "first":
+        return this.createdFirst(v, useMemo, () => this.objectValue(module, qualname, kind, fields, values));
+      case "after":
+        return this.builtAfter(v, useMemo, () => this.objectValue(module, qualname, kind, fields, values));
+      case "fromFirst":
+        return this.fromFirst(v, useMemo, () => this.objectHead(module, qualname, kind, fields), values);
     }
   }
 
@@ -731,13 +793,22 @@ class Encoder {
     this.depth--;
   }
 
-  private mapComposite(v: OrderedDict | Counter | DefaultDict): void {
+  private mapComposite(v: OrderedDict | Counter | DefaultDict | Namespace): void {
     const fresh = new FreshDict(v);
     if (v instanceof DefaultDict) return this.composite(ExtCode.DEFAULTDICT, [v.factory, fresh]);
+    if (v instanceof Namespace) return this.composite(ExtCode.NAMESPACE, [fresh]);
     this.composite(v instanceof Counter ? ExtCode.COUNTER : ExtCode.ORDERED_DICT, [fresh]);
   }
 
   private objectValue(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[]): void {
+    this.objectHead(module, qualname, kind, fields);
+    this.enter();
+    this.items(values);
+    this.depth--;
+  }
+
+  /** The OBJECT tag and its shape: a definition at the shape's first use, then its number. */
+  private objectHead(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null): void {
     const key = `${module}\u0000${qualname}\u0000${kind}\u0000${fields?.join("\u0000") ?? ""}`;
     const shape = this.shapes.get(key);
     this.byte(0x77);
@@ -760,9 +831,6 @@ class Encoder {
         }
       }
     }
-    this.enter();
-    this.items(values);
-    this.depth--;
   }
 
   private classInstance(v: object, allowed: AllowedClass, useMemo: boolean): void {
@@ -786,6 +854,15 @@ class Encoder {
         if (!allowed.encode) this.fail(`${allowed.name} needs an encode function`);
         const state = allowed.encode(v);
         return this.builtAfter(v, useMemo, () => this.objectValue(module, qualname, allowed.kind, null, [state]));
+      }
+      case "GLOBAL":
+        return this.fail(`${allowed.name} is a GLOBAL: the allowed object itself is written, not its instances`);
+      default: {
+        // The kinds of several values: encode gives them all, in the kind's order.
+        if (!allowed.encode) this.fail(`${allowed.name} needs an encode function`);
+        const values = allowed.encode(v);
+        if (!Array.isArray(values)) this.fail(`the encode function of ${allowed.name} must return the array of its values`);
+        return this.instance(v, useMemo, module, qualname, allowed.kind, null, values);
       }
     }
   }

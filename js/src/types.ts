@@ -45,8 +45,29 @@ export class Float {
  * the encoder writes such an object back as that OBJECT. */
 export const CLASS: unique symbol = Symbol.for("amber.class");
 
-export type ObjectKind = "ATTRS" | "STATE" | "TUPLE_FIELDS" | "ENUM" | "CUSTOM";
-export const OBJECT_KINDS: readonly ObjectKind[] = ["ATTRS", "STATE", "TUPLE_FIELDS", "ENUM", "CUSTOM"];
+export type ObjectKind =
+  | "ATTRS" | "STATE" | "TUPLE_FIELDS" | "ENUM" | "CUSTOM" | "MUTABLE_SUBCLASS" | "VALUE_SUBCLASS" | "GLOBAL"
+  | "REDUCE" | "NEWOBJ" | "EXCEPTION" | "REDUCE_KW" | "NEWOBJ_KW";
+/** The kinds in code order (spec 5.17.3): a kind's index is its byte on the wire. */
+export const OBJECT_KINDS: readonly ObjectKind[] = [
+  "ATTRS", "STATE", "TUPLE_FIELDS", "ENUM", "CUSTOM", "MUTABLE_SUBCLASS", "VALUE_SUBCLASS", "GLOBAL",
+  "REDUCE", "NEWOBJ", "EXCEPTION", "REDUCE_KW", "NEWOBJ_KW",
+];
+
+/** When an instance exists relative to its values (spec 5.17.3): created first, made from its
+ * first value once that is complete, or built after all of them. */
+export type Creation = "first" | "fromFirst" | "after";
+
+export function creationOf(kind: ObjectKind): Creation {
+  switch (kind) {
+    case "ATTRS": case "STATE": case "MUTABLE_SUBCLASS":
+      return "first";
+    case "VALUE_SUBCLASS": case "REDUCE": case "NEWOBJ": case "EXCEPTION": case "REDUCE_KW": case "NEWOBJ_KW":
+      return "fromFirst";
+    case "TUPLE_FIELDS": case "ENUM": case "CUSTOM": case "GLOBAL":
+      return "after";
+  }
+}
 
 /**
  * An instance of a class the decoder was not given a JS class for (spec 5.17.6): its names,
@@ -61,11 +82,28 @@ export class Placeholder {
     readonly fields: readonly string[] | null,
     public values: unknown[],
   ) {}
-  /** The values by field name (ATTRS, TUPLE_FIELDS). */
+  /** As Python's Placeholder.state (spec 5.17.6): the values by field name (ATTRS,
+   * TUPLE_FIELDS), the single value (STATE, ENUM, CUSTOM), null (GLOBAL), or a Tuple of the
+   * values (the kinds with several). */
   get state(): Record<string, unknown> | unknown {
-    if (this.fields === null) return this.values[0];
+    if (this.fields === null) {
+      if (this.kind === "GLOBAL") return null;
+      if (this.kind === "STATE" || this.kind === "ENUM" || this.kind === "CUSTOM") return this.values[0];
+      return Tuple.fromItems(this.values);
+    }
     const out: Record<string, unknown> = {};
     this.fields.forEach((f, i) => { out[f] = this.values[i]; });
     return out;
   }
 }
+
+/** Python's Ellipsis and NotImplemented (EXT SINGLETON): one object each, like null, so they
+ * are compared with === and never written as REF. */
+export class PySingleton {
+  private constructor(readonly name: "Ellipsis" | "NotImplemented", readonly byte: number) {}
+  static readonly Ellipsis = new PySingleton("Ellipsis", 0);
+  static readonly NotImplemented = new PySingleton("NotImplemented", 1);
+  toString(): string { return this.name; }
+}
+export const Ellipsis = PySingleton.Ellipsis;
+export const NotImplemented = PySingleton.NotImplemented;

@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import {
   Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, ExtBlobValue, EXT_NAMES, parseExtBlob,
   Deque, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice, PyArray, NDArray, OBJECT_KINDS,
-  type ObjectKind,
+  Namespace, PySingleton, type ObjectKind,
 } from "../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -104,6 +104,11 @@ function buildAnchored(node: any, anchor: string | null, anchors: Map<string, un
     }
     const values = node.values as any[];
     switch (node.ext) {
+      case "NAMESPACE": {
+        const ns = reg(new Namespace());
+        for (const [k, v] of values[0].dict) ns.set(build(k, anchors) as string, build(v, anchors));
+        return ns;
+      }
       case "DEQUE": {
         const d = reg(new Deque());
         d.maxlen = build(values[0], anchors) as number | null;
@@ -285,6 +290,11 @@ export class Comparer {
   private compareExt(v: unknown, node: any, path: string): string | null {
     if ("blob" in node) {
       if (node.ext === "OUT_OF_BAND") return this.compareOutOfBand(v, node, path);
+      if (node.ext === "SINGLETON") {
+        // One object each (no identity to claim), like None.
+        if (!(v instanceof PySingleton)) return `${path}: expected SINGLETON, got ${show(v)}`;
+        return v.byte === parseInt(node.blob, 16) && node.blob.length === 2 ? null : `${path}: ${v.name}, expected blob ${node.blob}`;
+      }
       if (!(v instanceof ExtBlobValue)) return `${path}: expected EXT ${node.ext}, got ${show(v)}`;
       if (EXT_NAMES[v.code] !== node.ext) return `${path}: EXT ${EXT_NAMES[v.code]}, expected ${node.ext}`;
       const e = this.claim(v, path, false);
@@ -295,6 +305,9 @@ export class Comparer {
     const e = this.claim(v, path, false);
     if (e) return e;
     switch (node.ext) {
+      case "NAMESPACE":
+        if (!(v instanceof Namespace)) return `${path}: expected namespace`;
+        return this.comparePairsNoClaim(v as Map<unknown, unknown>, values[0].dict, path);
       case "DEQUE":
         if (!(v instanceof Deque)) return `${path}: expected deque`;
         return this.compare(v.maxlen, values[0], `${path}.maxlen`) ?? this.compareItems(v.items, values[1], `${path}.items`);

@@ -22,6 +22,11 @@ export class Color {
   }
 }
 class Plain {}
+/** The kinds of several values: the instance keeps them as they come. */
+class Rebuilt {
+  values: unknown[] = [];
+  __setvalues__(values: unknown[]): void { this.values = values; }
+}
 
 const M = "_vector_classes";
 export const VECTOR_CLASSES: AllowedClass[] = [
@@ -35,6 +40,13 @@ export const VECTOR_CLASSES: AllowedClass[] = [
   { name: `${M}:Pair`, kind: "TUPLE_FIELDS", cls: Plain, fields: ["a", "b"] },
   { name: `${M}:Color`, kind: "ENUM", cls: Color },
   { name: `${M}:make_local.<locals>.Local`, kind: "ATTRS", cls: Plain },
+  { name: `${M}:MyDict`, kind: "MUTABLE_SUBCLASS", cls: Rebuilt, base: "dict" },
+  { name: `${M}:Tag`, kind: "VALUE_SUBCLASS", cls: Rebuilt, base: "str" },
+  { name: `${M}:Box`, kind: "REDUCE", cls: Rebuilt },
+  { name: `${M}:Fixed`, kind: "NEWOBJ", cls: Rebuilt },
+  { name: `${M}:KwOnly`, kind: "NEWOBJ_KW", cls: Rebuilt },
+  { name: `${M}:StructLike`, kind: "REDUCE_KW", cls: Rebuilt },
+  { name: `${M}:AppError`, kind: "EXCEPTION", cls: Rebuilt },
 ];
 
 export function vectorClasses(names: readonly string[]): AllowedClass[] {

@@ -6,13 +6,17 @@ export const enum ExtCode {
   UUID = 0x07, FRACTION = 0x08, DEQUE = 0x09, ORDERED_DICT = 0x0a, COUNTER = 0x0b,
   DEFAULTDICT = 0x0c, RANGE = 0x0d, SLICE = 0x0e, ARRAY = 0x0f, PATH = 0x10, IP_ADDRESS = 0x11,
   IP_NETWORK = 0x12, IP_INTERFACE = 0x13, NDARRAY = 0x14, NUMPY_SCALAR = 0x15, OUT_OF_BAND = 0x16,
+  NAMESPACE = 0x17, SINGLETON = 0x18,
 }
 
 export const EXT_NAMES: readonly string[] = [
   "", "DATE", "TIME", "DATETIME", "TIMEDELTA", "TZINFO", "DECIMAL", "UUID", "FRACTION", "DEQUE",
   "ORDERED_DICT", "COUNTER", "DEFAULTDICT", "RANGE", "SLICE", "ARRAY", "PATH", "IP_ADDRESS",
-  "IP_NETWORK", "IP_INTERFACE", "NDARRAY", "NUMPY_SCALAR", "OUT_OF_BAND",
+  "IP_NETWORK", "IP_INTERFACE", "NDARRAY", "NUMPY_SCALAR", "OUT_OF_BAND", "NAMESPACE", "SINGLETON",
 ];
+
+/** The highest EXT code defined. */
+export const MAX_EXT_CODE = 0x18;
 
 export abstract class ExtBlobValue {
   abstract readonly code: number;

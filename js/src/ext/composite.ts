@@ -1,5 +1,5 @@
 // The EXT composites (spec 5.16.4): values with child values. DEQUE, ORDERED_DICT, COUNTER and
-// DEFAULTDICT are created first (they may contain themselves); FRACTION, RANGE and SLICE are
+// DEFAULTDICT and NAMESPACE are created first (they may contain themselves); FRACTION, RANGE and SLICE are
 // built from complete values.
 
 import { ExtCode } from "./base.js";
@@ -18,6 +18,12 @@ export class OrderedDict<K = unknown, V = unknown> extends Map<K, V> {
 /** collections.Counter */
 export class Counter<K = unknown> extends Map<K, unknown> {
   readonly code = ExtCode.COUNTER;
+}
+
+/** types.SimpleNamespace: its attributes in order, by name (a Map, so that any name keeps
+ * its place and none can touch a prototype). */
+export class Namespace extends Map<string, unknown> {
+  readonly code = ExtCode.NAMESPACE;
 }
 
 export const DEFAULTDICT_FACTORIES = [

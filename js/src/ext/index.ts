@@ -3,7 +3,7 @@
 // error in every place that must know it.
 
 import { ExtCode } from "./base.js";
-import { CLASS } from "../types.js";
+import { CLASS, PySingleton } from "../types.js";
 import { InvalidExt } from "./blob_reader.js";
 import { AmberDate, AmberTime, AmberDateTime, TimeDelta, TzInfo } from "./datetime.js";
 import { Decimal } from "./decimal.js";
@@ -13,14 +13,14 @@ import { PyPath } from "./path.js";
 import { IpAddress, IpNetwork, IpInterface } from "./ip.js";
 import { NDArray, NumpyScalar } from "./ndarray.js";
 import {
-  Deque, OrderedDict, Counter, DefaultDict, DEFAULTDICT_FACTORIES, type DefaultFactory, Range, Slice,
+  Deque, Namespace, OrderedDict, Counter, DefaultDict, DEFAULTDICT_FACTORIES, type DefaultFactory, Range, Slice,
   reducedFraction, type PyInt,
 } from "./composite.js";
 
 export function isBlobCode(code: number): boolean {
   switch (code) {
     case ExtCode.FRACTION: case ExtCode.DEQUE: case ExtCode.ORDERED_DICT: case ExtCode.COUNTER:
-    case ExtCode.DEFAULTDICT: case ExtCode.RANGE: case ExtCode.SLICE:
+    case ExtCode.DEFAULTDICT: case ExtCode.RANGE: case ExtCode.SLICE: case ExtCode.NAMESPACE:
       return false;
     default:
       return true;
@@ -43,6 +43,11 @@ export function parseExtBlob(code: number, blob: Uint8Array): unknown {
     case ExtCode.IP_INTERFACE: return IpInterface.parse(blob);
     case ExtCode.NDARRAY: return NDArray.parse(blob);
     case ExtCode.NUMPY_SCALAR: return NumpyScalar.parse(blob);
+    case ExtCode.SINGLETON: {
+      if (blob.length !== 1) throw new InvalidExt(`SINGLETON blob has ${blob.length} bytes, not 1`);
+      if (blob[0] > 1) throw new InvalidExt(`SINGLETON byte ${blob[0]} names no constant (0 Ellipsis, 1 NotImplemented)`);
+      return blob[0] === 0 ? PySingleton.Ellipsis : PySingleton.NotImplemented;
+    }
     default: throw new Error(`EXT code ${code} has no blob parser`);
   }
 }
@@ -51,7 +56,7 @@ export function parseExtBlob(code: number, blob: Uint8Array): unknown {
 export function compositeValueCount(code: number): number {
   switch (code) {
     case ExtCode.FRACTION: case ExtCode.DEQUE: case ExtCode.DEFAULTDICT: return 2;
-    case ExtCode.ORDERED_DICT: case ExtCode.COUNTER: return 1;
+    case ExtCode.ORDERED_DICT: case ExtCode.COUNTER: case ExtCode.NAMESPACE: return 1;
     case ExtCode.RANGE: case ExtCode.SLICE: return 3;
     default: throw new Error(`EXT code ${code} is not a composite`);
   }
@@ -64,6 +69,7 @@ export function createComposite(code: number): object | null {
     case ExtCode.ORDERED_DICT: return new OrderedDict();
     case ExtCode.COUNTER: return new Counter();
     case ExtCode.DEFAULTDICT: return new DefaultDict();
+    case ExtCode.NAMESPACE: return new Namespace();
     default: return null;
   }
 }
@@ -104,6 +110,14 @@ export function finishComposite(code: number, obj: any, values: unknown[]): void
     case ExtCode.COUNTER: {
       const items = dictItems(code === ExtCode.COUNTER ? "COUNTER" : "ORDERED_DICT", values[0]);
       for (const [k, v] of items) (obj as Map<unknown, unknown>).set(k, v);
+      return;
+    }
+    case ExtCode.NAMESPACE: {
+      const items = dictItems("NAMESPACE", values[0]);
+      for (const k of items.keys()) {
+        if (typeof k !== "string") throw new InvalidExt(`NAMESPACE: an attribute name is ${kindOf(k)}, not a str`);
+      }
+      for (const [k, v] of items) (obj as Namespace).set(k as string, v);
       return;
     }
     case ExtCode.DEFAULTDICT: {
