@@ -22,6 +22,17 @@ const TEXT_CHARS = 40;
 const BYTES_SHOWN = 16;
 const ITEMS_SHOWN = 8;
 const BIG_INT_BITS = 256;
+/** What each value of the OBJECT kinds with several values is (spec 5.17.3), shown before it. */
+const CALL_ROLES = ["state", "list items", "dict items"];
+const VALUE_ROLES: Partial<Record<string, readonly string[]>> = {
+  MUTABLE_SUBCLASS: ["builtin value", "state"],
+  VALUE_SUBCLASS: ["builtin value", "state"],
+  REDUCE: ["arguments", ...CALL_ROLES],
+  NEWOBJ: ["arguments", ...CALL_ROLES],
+  REDUCE_KW: ["call", ...CALL_ROLES],
+  NEWOBJ_KW: ["call", ...CALL_ROLES],
+  EXCEPTION: ["arguments", "state", "cause", "context", "suppress context"],
+};
 
 export interface Trace {
   events: TraceEvent[];
@@ -122,7 +133,7 @@ export function summary(event: TraceEvent, base = 0): string {
       text = `list of ${count(info[1], "tuple")} of ${count(info[2], "item")}, as rows`;
       break;
     case "ext":
-      text = info[2] === null ? info[1] : `${info[1]}, ${info[2]} bytes`;
+      text = info[2] === null ? info[1] : `${info[1]}, ${count(info[2], "byte")}`;
       if (info[2] !== null && complete) text += `: ${valueText(event.value)}`;
       break;
     case "object": {
@@ -175,11 +186,24 @@ export function inspectLines(data: Uint8Array, result: Trace, options: { showHex
     out.push(line(0, data.subarray(0, HEADER_LEN), 0, "HEADER", `version ${data[2] & 0x0f}${flags ? `, flags 0x${flags.toString(16).padStart(2, "0")}` : ""}`));
   }
   const tupleLists: [number, number, number][] = [];
+  // [depth, roles, values met] of each OBJECT whose values are named, innermost last.
+  const objects: [number, readonly string[], number][] = [];
   const limit = options.maxLines ?? Infinity;
   let shownEvents = 0;
   for (const event of result.events) {
     if (shownEvents >= limit) break;
     shownEvents++;
+    while (objects.length && objects[objects.length - 1][0] >= event.depth) objects.pop();
+    let role = "";
+    if (objects.length && event.depth === objects[objects.length - 1][0] + 1) {
+      const top = objects[objects.length - 1];
+      role = top[2] < top[1].length ? `${top[1][top[2]]}: ` : "";
+      top[2]++;
+    }
+    if (event.info !== null && event.info[0] === "object") {
+      const roles = VALUE_ROLES[event.info[3][2]];
+      if (roles) objects.push([event.depth, roles, 0]);
+    }
     while (tupleLists.length && tupleLists[tupleLists.length - 1][0] >= event.depth) tupleLists.pop();
     if (tupleLists.length && event.depth === tupleLists[tupleLists.length - 1][0] + 2) {
       const top = tupleLists[tupleLists.length - 1];
@@ -194,7 +218,7 @@ export function inspectLines(data: Uint8Array, result: Trace, options: { showHex
       const stop = error !== null ? error.offset : event.offset;
       headEnd = Math.max(stop, event.offset + 1);
     }
-    out.push(line(event.offset, bytes.subarray(event.offset, headEnd), event.depth, event.name, summary(event, base)));
+    out.push(line(event.offset, bytes.subarray(event.offset, headEnd), event.depth, event.name, role + summary(event, base)));
   }
   const hidden = result.values - shownEvents;
   if (hidden > 0) out.push(`... ${count(hidden, "more value").replace("more values", "more values")}`);

@@ -1,7 +1,7 @@
 // The JSON mapping (spec/json-mapping.md), writer side: what `amber to-json` writes, with
 // tagged forms for everything JSON has no type for, and $id / $ref for shared values.
 
-import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, CLASS } from "./types.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, CLASS, PySingleton } from "./types.js";
 import type { ClassInfo } from "./object.js";
 import { AmberDate, AmberTime, AmberDateTime, TimeDelta, TzInfo, type Tz } from "./ext/datetime.js";
 import { Decimal } from "./ext/decimal.js";
@@ -11,7 +11,7 @@ import { IpAddress, IpNetwork, IpInterface } from "./ext/ip.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray, NumpyScalar } from "./ext/ndarray.js";
 import { ExtBlobValue } from "./ext/base.js";
-import { Deque, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice } from "./ext/composite.js";
+import { Deque, Namespace, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice } from "./ext/composite.js";
 import { pyFloatRepr, decimalText } from "./pyrepr.js";
 import { hasLoneSurrogate } from "./utf8.js";
 
@@ -26,7 +26,7 @@ function base64(b: Uint8Array): string {
 /** Whether a value has an identity in the mapping (json-mapping 6.1). */
 function hasIdentity(v: unknown): v is object {
   if (typeof v !== "object" || v === null) return false;
-  if (v instanceof Float || v instanceof Complex) return false;
+  if (v instanceof Float || v instanceof Complex || v instanceof PySingleton) return false;
   if (v instanceof Tuple && v.length === 0) return false;
   if (v instanceof Uint8Array && !(v instanceof ByteArray) && v.length === 0) return false;
   return true;
@@ -129,6 +129,7 @@ export function toJson(root: unknown): string {
     if (v === null || v === undefined) return "null";
     if (v instanceof Float) return floatJson(v.value, v.nanBits);
     if (v instanceof Complex) return `{"$complex":[${floatJson(v.re)},${floatJson(v.im)}]}`;
+    if (v instanceof PySingleton) return `{"$singleton":"${v.name}"}`;
     const obj = v as object;
     const id = ids.get(obj);
     if (id !== undefined) return `{"$ref":${id}}`;
@@ -153,6 +154,7 @@ export function toJson(root: unknown): string {
     if (obj instanceof Set) return tagged("$set", items(obj));
     if (obj instanceof OrderedDict) return tagged("$ordereddict", pairs(obj));
     if (obj instanceof Counter) return tagged("$counter", pairs(obj));
+    if (obj instanceof Namespace) return tagged("$namespace", pairs(obj));
     if (obj instanceof DefaultDict) return tagged("$defaultdict", pairs(obj), obj.factory ? `,"factory":"${obj.factory}"` : "");
     if (obj instanceof Map) {
       const plain = !idText && [...obj.keys()].every((k) => typeof k === "string" && !hasLoneSurrogate(k));
@@ -163,10 +165,15 @@ export function toJson(root: unknown): string {
     if (obj instanceof Slice) return tagged("$slice", items([obj.start, obj.stop, obj.step]));
     if (obj instanceof Fraction) return tagged("$fraction", `[${intJson(obj.numerator)},${intJson(obj.denominator)}]`);
     if (obj instanceof Placeholder) {
+      // The state by kind (json-mapping 5.8): fields, the one value, none (GLOBAL), or an
+      // array of the values.
+      const name = JSON.stringify(`${obj.module}:${obj.qualname}`);
+      if (obj.kind === "GLOBAL") return tagged("$object", name, `,"kind":"GLOBAL"`);
+      const single = obj.kind === "STATE" || obj.kind === "ENUM" || obj.kind === "CUSTOM";
       const state = obj.fields !== null
         ? `{${obj.fields.map((f, i) => `${JSON.stringify(f.startsWith("$") ? `$${f}` : f)}:${write(obj.values[i])}`).join(",")}}`
-        : write(obj.values[0]);
-      return tagged("$object", JSON.stringify(`${obj.module}:${obj.qualname}`), `,"kind":"${obj.kind}","state":${state}`);
+        : single ? write(obj.values[0]) : items(obj.values);
+      return tagged("$object", name, `,"kind":"${obj.kind}","state":${state}`);
     }
     if (obj instanceof ExtBlobValue) return extJson(obj, tagged);
     const proto = Object.getPrototypeOf(obj);

@@ -1,7 +1,7 @@
 // Python's repr() of decoded values, for inspect listings (so the viewer reads like the CLI)
 // and Python's float repr and Decimal str for the JSON mapping.
 
-import { Float, Complex, ByteArray, Tuple, FrozenSet, Placeholder } from "./types.js";
+import { Float, Complex, ByteArray, Tuple, FrozenSet, Placeholder, PySingleton } from "./types.js";
 import { AmberDate, AmberTime, AmberDateTime, TimeDelta, TzInfo, type Tz } from "./ext/datetime.js";
 import { Decimal } from "./ext/decimal.js";
 import { Uuid } from "./ext/uuid.js";
@@ -9,7 +9,7 @@ import { PyPath } from "./ext/path.js";
 import { IpAddress, IpNetwork, IpInterface } from "./ext/ip.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray, NumpyScalar } from "./ext/ndarray.js";
-import { Deque, Fraction, Range, Slice } from "./ext/composite.js";
+import { Deque, Namespace, Fraction, Range, Slice } from "./ext/composite.js";
 
 /** Python's repr of a binary64 (shortest round-trip digits, Python's layout). */
 export function pyFloatRepr(x: number): string {
@@ -183,6 +183,8 @@ export function pyRepr(v: unknown): string {
   if (v instanceof Range) return v.step === 1 ? `range(${v.start}, ${v.stop})` : `range(${v.start}, ${v.stop}, ${v.step})`;
   if (v instanceof Slice) return `slice(${pyRepr(v.start)}, ${pyRepr(v.stop)}, ${pyRepr(v.step)})`;
   if (v instanceof Deque) return `deque([${v.items.map(pyRepr).join(", ")}]${v.maxlen !== null ? `, maxlen=${v.maxlen}` : ""})`;
+  if (v instanceof PySingleton) return v.name;
+  if (v instanceof Namespace) return `namespace(${[...v].map(([k, x]) => `${k}=${pyRepr(x)}`).join(", ")})`;
   if (v instanceof Placeholder) return `<Placeholder ${v.module}:${v.qualname} ${v.kind}>`;
   if (v instanceof Tuple) return `(${v.map(pyRepr).join(", ")}${v.length === 1 ? "," : ""})`;
   if (Array.isArray(v)) return `[${v.map(pyRepr).join(", ")}]`;

@@ -18,10 +18,18 @@ const python = join(repo, ".venv", "bin", "python");
 const artifacts = join(jsRoot, "test-artifacts");
 const CHROMIUM = process.env.AMBER_CHROMIUM ?? "/usr/bin/chromium";
 
-// A payload with most kinds, sharing, a cycle, rows, packed numbers, EXT values and a class.
+// A payload with most kinds, sharing, a cycle, rows, packed numbers, EXT values, classes of
+// every creation, an exception, a namespace and the singletons.
 const MAKE_PAYLOAD = `
-import amber, datetime, decimal, uuid, collections, sys
+import amber, datetime, decimal, uuid, collections, sys, types
 from fractions import Fraction
+class Items(list): pass
+class Tag(str): pass
+class Box:
+    def __reduce__(self): return (Box, (), {"me": self})
+err = ValueError("bad", 3)
+err.__cause__ = KeyError("k")
+ns = types.SimpleNamespace(host="db", port=5432)
 s = "hello world"
 shared = [1, 2]
 loop = []
@@ -37,6 +45,7 @@ value = {
     "money": decimal.Decimal("-12.50"), "id": uuid.UUID("12345678-1234-5678-1234-567812345678"),
     "misc": [collections.deque([1], maxlen=3), Fraction(1, 3), range(0, 10, 2), collections.OrderedDict(a=1)],
     "long": "x" * 60, 7: None, (1, 2): True,
+    "new": [ns, ..., NotImplemented, err, int, Items([1]), Tag("t"), Box()],
 }
 sys.stdout.write(amber.dumps(value).hex())
 `;
