@@ -4,7 +4,7 @@
 
 import { EncodeError } from "./errors.js";
 import { hasLoneSurrogate, encodeUtf8Surrogates, writeUtf8 } from "./utf8.js";
-import { zigzagBig } from "./varint.js";
+import { zigzag, zigzagBig } from "./varint.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, CLASS, PySingleton, creationOf, type ObjectKind, OBJECT_KINDS } from "./types.js";
 import { ExtBlobValue, ExtCode } from "./ext/base.js";
 import { PyArray } from "./ext/array.js";
@@ -230,7 +230,7 @@ class Encoder {
         return;
       }
       this.byte(0x6c);
-      this.varint(v >= 0 ? v * 2 : -v * 2 - 1);
+      this.varint(zigzag(v));
       return;
     }
     if (v >= -16n && v <= 63n) {
@@ -606,7 +606,7 @@ class Encoder {
     this.varint(n);
     for (let i = 0; i < n; i++) {
       const x = v[i] as number | bigint;
-      if (typeof x === "number") this.varint(x >= 0 ? x * 2 : -x * 2 - 1);
+      if (typeof x === "number") this.varint(zigzag(x));
       else this.varint(zigzagBig(x));
     }
     this.depth--;

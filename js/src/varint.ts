@@ -185,7 +185,8 @@ export function unzigzag(z: number | bigint): number | bigint {
 
 /** Zigzag code of a signed 64-bit int. */
 export function zigzag(n: number | bigint): number | bigint {
-  if (typeof n === "number") return n >= 0 ? n * 2 : -n * 2 - 1;
+  // An odd code above 2^53 is not a double: negatives below -2^52 go through BigInt.
+  if (typeof n === "number") return n >= 0 ? n * 2 : n >= -4503599627370496 ? -n * 2 - 1 : (BigInt(-n) << 1n) - 1n;
   return n >= 0n ? n << 1n : (-n << 1n) - 1n;
 }
 
