@@ -124,6 +124,8 @@ class Encoder {
   private holders: Map<object, number> | null = null;
   buffers: Uint8Array[] = [];
   private typesByProto: Map<object, AllowedClass> | null = null;
+  /** GLOBAL placeholders by name: the first met stands for all (one class, one object). */
+  private globalNames: Map<string, Placeholder> | null = null;
   /** GLOBAL entries of types: the allowed objects themselves. */
   private globals: Map<unknown, AllowedClass> | null = null;
 
@@ -376,6 +378,15 @@ class Encoder {
       this.out[this.pos++] = 1;
       this.out[this.pos++] = v.byte;
       return;
+    }
+    if (v instanceof Placeholder && v.kind === "GLOBAL") {
+      // A GLOBAL is the named object itself, one per name in the host (as enum members are),
+      // so placeholders of one name are written as one object.
+      const key = `${v.module}:${v.qualname}`;
+      const names = (this.globalNames ??= new Map());
+      const first = names.get(key);
+      if (first === undefined) names.set(key, v);
+      else v = first;
     }
     const memo = this.memo;
     if (memo !== null) {

@@ -2,7 +2,7 @@
 // the JS types that keep them apart (Tuple, FrozenSet, ByteArray, Float, bigint, ...).
 
 import fc from "fast-check";
-import { Tuple, FrozenSet, ByteArray, Float, Complex } from "../src/index.js";
+import { Tuple, FrozenSet, ByteArray, Float, Complex, Namespace, Placeholder, Ellipsis, NotImplemented } from "../src/index.js";
 
 const asFloat = (x: number): number | Float => (Number.isInteger(x) || Number.isNaN(x) ? new Float(x) : x);
 
@@ -35,7 +35,7 @@ const { hashable } = fc.letrec((tie) => ({
 const keys = fc.oneof(ints, texts, fc.uint8Array({ maxLength: 8 }));
 
 export const { value: values } = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, atoms, tie("list"), tie("tuple"), tie("dict"), tie("set"), tie("frozenset"), tie("numbers"), tie("rows")),
+  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, atoms, tie("list"), tie("tuple"), tie("dict"), tie("set"), tie("frozenset"), tie("numbers"), tie("rows"), tie("newForms")),
   list: fc.array(tie("value"), { maxLength: 6 }),
   numbers: fc.oneof(fc.array(ints, { minLength: 4, maxLength: 10 }), fc.array(floats, { minLength: 4, maxLength: 10 })),
   rows: fc.integer({ min: 1, max: 3 }).chain((k) => fc.array(fc.array(tie("value"), { minLength: k, maxLength: k }).map((r) => Tuple.fromItems(r)), { minLength: 4, maxLength: 6 })),
@@ -43,6 +43,19 @@ export const { value: values } = fc.letrec((tie) => ({
   dict: fc.uniqueArray(fc.tuple(keys, tie("value")), { maxLength: 6, selector: (p) => keyId(p[0]) }).map((ps) => new Map(ps)),
   set: fc.uniqueArray(keys, { maxLength: 6, selector: keyId }).map((xs) => new Set(xs)),
   frozenset: fc.uniqueArray(keys, { maxLength: 6, selector: keyId }).map((xs) => new FrozenSet(xs)),
+  // The forms of spec 14's 2026-11-25 entry that a decoder without types makes: namespaces,
+  // the singletons, and the classes of the fixed tables (builtin types, builtin exceptions).
+  newForms: fc.oneof(
+    fc.uniqueArray(fc.tuple(texts, tie("value")), { maxLength: 4, selector: (p) => p[0] }).map((ps) => {
+      const ns = new Namespace();
+      for (const [k, v] of ps) ns.set(k, v);
+      return ns;
+    }),
+    fc.constantFrom(Ellipsis, NotImplemented),
+    fc.constantFrom("int", "str", "type", "ValueError").map((q) => new Placeholder("builtins", q, "GLOBAL", null, [])),
+    fc.tuple(fc.constantFrom("ValueError", "KeyError", "RuntimeError"), fc.array(tie("value"), { maxLength: 3 }), fc.boolean()).map(([q, args, suppress]) =>
+      new Placeholder("builtins", q, "EXCEPTION", null, [Tuple.fromItems(args), null, null, null, suppress])),
+  ),
 }));
 
 function keyId(k: unknown): string {
