@@ -47,7 +47,7 @@ build-release: $(PY)
 	$(MATURIN) develop --quiet --release --extras bench,contrib-test
 
 test: build lint-checks test-rust test-python test-pythons check-ahead test-wheel test-generic \
-	fuzz-smoke
+	fuzz-smoke js-test
 
 test-rust:
 	cargo test --workspace --exclude amber-py --quiet
@@ -224,7 +224,7 @@ lint-checks: $(PY)
 	$(VENV)/bin/mypy
 	$(PY) -m mypy.stubtest amber._amber
 
-bench: build-release
+bench: build-release js-bench
 	$(PY) bench/run.py --scale $(SCALE) --require amber --out bench/results
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
@@ -254,3 +254,34 @@ bench-pythons: $(PY)
 
 clean:
 	rm -rf target fuzz/target $(VENV) .venv-py3.* .venv-bench-py3.* .tools
+
+# The TypeScript implementation (js/, see js/README.md). Its dependencies come from
+# js/package-lock.json (npm ci, again whenever the lock changes); its viewer test drives
+# Debian's chromium, installed here when missing. The differential and viewer tests run the
+# Python side from $(VENV), so js-test builds it first.
+JS_DIR := js
+JS_FUZZ_SECONDS ?= 8
+JS_CHROMIUM := /usr/bin/chromium
+JS_DEPS := $(JS_DIR)/node_modules/.amber-npm-ci
+
+.PHONY: js-build js-chromium js-test js-bench
+
+$(JS_DEPS): $(JS_DIR)/package-lock.json $(JS_DIR)/package.json
+	cd $(JS_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+js-build: $(JS_DEPS)
+	cd $(JS_DIR) && npx tsc -p tsconfig.json && node scripts/bundle-viewer.mjs
+
+js-chromium:
+	@test -x $(JS_CHROMIUM) || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+js-test: build js-build js-chromium
+	cd $(JS_DIR) && AMBER_JS_FUZZ_SECONDS=$(JS_FUZZ_SECONDS) AMBER_CHROMIUM=$(JS_CHROMIUM) \
+		node --test --test-reporter=spec dist/test/*.test.js
+
+# Node timings against msgpackr, @msgpack/msgpack, cbor-x and JSON on the seed payloads
+# (made by bench/payloads.py), into bench/results/js.md.
+js-bench: build-release js-build
+	rm -rf target/js-bench && $(PY) $(JS_DIR)/bench/export_payloads.py --scale $(SCALE) --out target/js-bench
+	cd $(JS_DIR) && node dist/bench/run.js ../target/js-bench ../bench/results/js.md

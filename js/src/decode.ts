@@ -1,0 +1,1510 @@
+// The decode driver (spec sections 4 to 8): one loop over the body with an explicit stack of
+// open containers, so that nesting to max_depth 10000 never touches the JS call stack. Every
+// check runs in the order of spec 8.4, and every error carries the absolute offset.
+
+import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
+import { VarintReader } from "./varint.js";
+import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
+import { asciiString } from "./ascii.js";
+import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
+import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
+import { ExtCode, EXT_NAMES, MAX_EXT_CODE } from "./ext/base.js";
+import { parseExtBlob, isBlobCode, compositeValueCount, createComposite, finishComposite, buildComposite } from "./ext/index.js";
+import { InvalidExt } from "./ext/blob_reader.js";
+import { parseOutOfBand, fortranToC } from "./ext/out_of_band.js";
+import { PyArray } from "./ext/array.js";
+import { NDArray } from "./ext/ndarray.js";
+import {
+  type AllowedClass, type Shape, type ValueClass, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, valueRule, hasValueRules,
+  inFixedTables, baseFits, BUILTIN_BASES, describeClass,
+} from "./object.js";
+import { KeyTable, keyProblem } from "./keys.js";
+
+export const DEFAULT_MAX_DEPTH = 1000;
+export const HARD_MAX_DEPTH = 10000;
+
+/** Options of the body decoder (the envelope's options are in envelope.ts). */
+export interface ValueOptions {
+  /** Deepest nesting of containers; default 1000, at most 10000. */
+  maxDepth?: number;
+  /** Allocation budget in estimated bytes; default 256 x input length + 1 MiB. */
+  maxAlloc?: number;
+  /** Out-of-band buffers, in the order the payload numbers them. */
+  buffers?: readonly Uint8Array[];
+  /** Classes the caller allows, by "module:qualname". */
+  types?: readonly AllowedClass[];
+  /** Stand in for classes not allowed with Placeholder objects instead of failing. */
+  placeholders?: boolean | "plain";
+  /** What to do with a payload field that an allowed class does not declare. */
+  unknownFields?: "ignore" | "error";
+  /** "map" (default): every dict is a Map. "object": a dict whose keys are all strs that
+   * are not array indexes ("0", "17": a JS object would reorder them) and that no REF
+   * refers to is a plain object, several times faster to make; any other dict is a Map. */
+  dicts?: "map" | "object";
+}
+
+/** A str key that a JS object would move to the front (an array index). */
+function isIndexKey(k: string): boolean {
+  const c = k.charCodeAt(0);
+  if (c < 48 || c > 57 || k.length > 10 || (c === 48 && k.length > 1)) return false;
+  for (let i = 1; i < k.length; i++) {
+    const d = k.charCodeAt(i);
+    if (d < 48 || d > 57) return false;
+  }
+  return Number(k) < 4294967295;
+}
+
+const hasOwn = Object.prototype.hasOwnProperty;
+
+const enum F {
+  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter, ObjectFromFirst,
+}
+
+class Frame {
+  type: F = F.List;
+  container: any = null;
+  remaining = 0;
+  /** Absolute offset of the tag, for errors reported when the value completes. */
+  at = 0;
+  /** Body offset of a tracked built-after value, else -1. */
+  trackOff = -1;
+  /** Dict: whether the next value is a key; the key itself. */
+  expectKey = true;
+  key: unknown = undefined;
+  /** Dict and sets: the absolute offset of the current key's or element's first byte. */
+  childAt = 0;
+  keys: KeyTable | null = null;
+  /** TUPLE_LIST: the row being filled, its arity and the next item's index in it. */
+  row: Tuple | null = null;
+  arity = 0;
+  rowIndex = 0;
+  /** Lists and tuples: the declared count (items go to index count - remaining). */
+  count = 0;
+  /** EXT composites and objects: code or shape, and the values collected. */
+  code = 0;
+  shape: Shape | null = null;
+  values: unknown[] | null = null;
+  /** SUPERSEDE: whether A is complete. */
+  gotA = false;
+  /** When tracing: the event of this value. */
+  event: TraceEvent | null = null;
+  /** RecordValues and DictRecord: arrays kept with the frame, reused from record to record. */
+  scratch: unknown[] | null = null;
+  keyScratch: string[] | null = null;
+  /** Dicts and sets: small-int keys seen, and their V8 hash buckets (hash flooding). */
+  smiKeys = 0;
+  smiCounts: Uint8Array | null = null;
+}
+
+/** The function that makes a plain record of a shape in one object literal, or null where
+ * that cannot be done (a field named __proto__, too many fields, code generation refused by
+ * a content security policy); made once per shape. */
+function recordFactory(shape: Shape): ((values: unknown[]) => object) | null {
+  if (shape.factory !== undefined) return shape.factory;
+  const fields = shape.fields!;
+  shape.factory = null;
+  if (fields.length > 64 || fields.includes("__proto__")) return null;
+  try {
+    const props = fields.map((f, i) => `${JSON.stringify(f)}: v[${i}]`).join(", ");
+    shape.factory = new Function("S", "I", `return function (v) { return { [S]: I, ${props} }; };`)(CLASS, shape.info);
+  } catch {
+    shape.factory = null;
+  }
+  return shape.factory!;
+}
+
+const MAX_RECORD_KEYS = 16;
+
+/** Key sequences met so far, as a trie, each with the function that makes an object of
+ * those keys by one literal (generated at its second use). Bounded: past MAX_TRIE_NODES
+ * new sequences are made key by key. Only the keys' strings are kept, never values. */
+interface KeyNode { next: Map<string, KeyNode> | null; uses: number; make: ((v: unknown[]) => object) | null | undefined }
+const keyTrie: KeyNode = { next: null, uses: 0, make: undefined };
+let trieNodes = 0;
+const MAX_TRIE_NODES = 20000;
+
+function makeDictRecord(keys: string[], values: unknown[], n: number): object {
+  let node: KeyNode | undefined = keyTrie;
+  for (let i = 0; i < n && node !== undefined; i++) {
+    let next: KeyNode | undefined = node.next?.get(keys[i]);
+    if (next === undefined && trieNodes < MAX_TRIE_NODES) {
+      next = { next: null, uses: 0, make: undefined };
+      (node.next ??= new Map()).set(keys[i], next);
+      trieNodes++;
+    }
+    node = next;
+  }
+  if (node !== undefined && ++node.uses >= 2) {
+    if (node.make === undefined) {
+      node.make = null;
+      try {
+        const props = keys.slice(0, n).map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(", ");
+        node.make = new Function(`return function (v) { return { ${props} }; };`)();
+      } catch {
+        // code generation refused (a content security policy): key by key below
+      }
+    }
+    if (node.make) return node.make(values);
+  }
+  const obj: Record<string, unknown> = {};
+  for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
+  return obj;
+}
+
+const HASH_LIMIT = 64;
+const MAX_SLOT_TABLE = 1 << 24;
+const SMI_MIN = -(2 ** 30);
+const SMI_MAX = 2 ** 30 - 1;
+
+/** V8's ComputeUnseededHash, which its Maps and Sets use for small-int keys. */
+function v8SmiHash(key: number): number {
+  let hash = key >>> 0;
+  hash = (~hash + (hash << 15)) >>> 0;
+  hash = (hash ^ (hash >>> 12)) >>> 0;
+  hash = (hash + (hash << 2)) >>> 0;
+  hash = (hash ^ (hash >>> 4)) >>> 0;
+  hash = Math.imul(hash, 2057) >>> 0;
+  hash = (hash ^ (hash >>> 16)) >>> 0;
+  return hash & 0x3fffffff;
+}
+
+/** What a traced value is (amber inspect's kinds). */
+export type TraceInfo =
+  | ["scalar"]
+  | ["data", number]
+  | ["container", number]
+  | ["packed", number]
+  | ["tuple_list", number, number]
+  | ["ext", string, number | null]
+  | ["object", number, boolean, [string, string, ObjectKind, readonly string[] | null]]
+  | ["ref", number, number]
+  | ["supersede"];
+
+/** One value as the decoder met it; offsets are absolute (body offsets in a decompressed
+ * body). `end` and `value` stay null/undefined for a value the decode failed inside. */
+export interface TraceEvent {
+  offset: number;
+  end: number | null;
+  depth: number;
+  tag: number;
+  name: string;
+  headEnd: number | null;
+  tracked: number | null;
+  info: TraceInfo | null;
+  value: unknown;
+}
+
+export const TAG_NAMES: Record<number, string> = {
+  0x68: "STR", 0x69: "STR_SURROGATES", 0x6a: "BYTES", 0x6b: "BYTEARRAY", 0x6c: "INT", 0x6d: "BIGINT",
+  0x6e: "FLOAT64", 0x6f: "FLOAT32", 0x70: "COMPLEX", 0x71: "LIST", 0x72: "TUPLE", 0x73: "DICT", 0x74: "SET",
+  0x75: "FROZENSET", 0x76: "EXT", 0x77: "OBJECT", 0x78: "PACKED_INT_LIST", 0x79: "PACKED_FLOAT_LIST",
+  0x7c: "TUPLE_LIST", 0x90: "NONE", 0x91: "FALSE", 0x92: "TRUE", 0x93: "REF", 0x94: "SUPERSEDE",
+};
+
+export function tagName(tag: number): string {
+  if (tag < 0x40) return "SMALL_INT";
+  if (tag >= 0x80 && tag < 0x90) return "SMALL_NEG";
+  const code = tag & 0x40 ? tag & 0x7f : tag;
+  if (code >= 0x40 && code < 0x58) return "SHORT_STR";
+  if (code >= 0x58 && code < 0x5c) return "SHORT_LIST";
+  if (code >= 0x5c && code < 0x60) return "SHORT_TUPLE";
+  if (code >= 0x60 && code < 0x68) return "SHORT_DICT";
+  return TAG_NAMES[code] ?? "RESERVED";
+}
+
+const PENDING = Symbol("pending");
+
+// Arrays made for n items, with generic elements from the start: filled by index, they never
+// change their elements kind (a float then a str in one tuple would otherwise convert it).
+function newArray(n: number): unknown[] {
+  const a = new Array(n);
+  a[0] = undefined;
+  return a;
+}
+function newTuple(n: number): Tuple {
+  const t = new Tuple(n);
+  if (n > 0) t[0] = undefined;
+  return t;
+}
+
+// Shared by all decodes: only valid strings enter it, and each hit compares every byte.
+const KEY_CACHE_SIZE = 4096;
+const keyCache: ({ bytes: Uint8Array; text: string } | undefined)[] = new Array(KEY_CACHE_SIZE);
+
+export class BodyDecoder {
+  private buf: Uint8Array;
+  private view: DataView;
+  private pos: number;
+  private end: number;
+  /** absolute offset = buffer index - delta */
+  private delta: number;
+  /** body offset = buffer index - bodyStart */
+  private bodyStart: number;
+  private maxDepth: number;
+  private readonly objectDicts: boolean;
+  private depth = 0;
+  private spent: number;
+  private maxAlloc: number;
+  /** The recorded objects: refSlots[body offset] is 1 + their index in refValues (0: none).
+   * An array indexed by offset makes a REF one load, where a Map costs a hash lookup; it is
+   * made at the first tracked tag, 4 bytes per body byte (well inside the budget). */
+  private refSlots: Int32Array | null = null;
+  /** For bodies above MAX_SLOT_TABLE bytes, the same in a Map (the array would be large). */
+  private refMap: Map<number, number> | null = null;
+  private refValues: unknown[] = [];
+  private incomplete: Set<number> | null = null;
+  private stack: Frame[] = [];
+  private sp = 0;
+  private vr = new VarintReader();
+  private shapes: Shape[] = [];
+  private usedBuffers: Set<string> | null = null;
+  private hashWork = 0;
+  private hashBudget: number;
+  private fingerprints: Map<object, string> | null = null;
+  /** When set, every value met is recorded here (amber inspect). */
+  tracer: TraceEvent[] | null = null;
+  private trackedIndex = new Map<number, number>();
+  /** Where the head of the value just read ends (its data follows), or -1. */
+  private headPos = -1;
+  private lastRef = 0;
+  /** For tracing: the shape number of the last OBJECT, and whether it defined the shape. */
+  private lastShapeNumber = 0;
+  private lastShapeDefined = false;
+
+  constructor(
+    buf: Uint8Array, start: number, end: number, errorBase: number,
+    private readonly options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number,
+  ) {
+    this.buf = buf;
+    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.pos = start;
+    this.end = end;
+    this.bodyStart = start;
+    this.delta = start - errorBase;
+    this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+    this.objectDicts = options.dicts === "object";
+    this.spent = spent;
+    this.maxAlloc = maxAlloc;
+    this.hashBudget = hashBudget;
+  }
+
+  private err(kind: Parameters<typeof decodeError>[0], index: number, message?: string): DecodeError {
+    return decodeError(kind, index - this.delta, message);
+  }
+
+  private charge(bytes: number, index: number): void {
+    this.spent += bytes;
+    if (this.spent > this.maxAlloc) {
+      throw this.err("alloc_limit", index, `decoding would allocate more than max_alloc=${this.maxAlloc} bytes`);
+    }
+  }
+
+  private enter(index: number, levels = 1): void {
+    this.depth += levels;
+    if (this.depth > this.maxDepth) {
+      throw this.err("depth_limit", index, `nesting deeper than max_depth=${this.maxDepth}`);
+    }
+  }
+
+  /** A zigzag varint (INT, packed ints): the signed value, with no bigint for safe ones. */
+  private signedVarint(): number | bigint {
+    const vr = this.vr;
+    if (!vr.read(this.buf, this.pos, this.end)) vr.throwAt(this.pos - this.delta);
+    this.pos = vr.end;
+    return vr.signed;
+  }
+
+  private varint(): number | bigint {
+    const vr = this.vr;
+    if (!vr.read(this.buf, this.pos, this.end)) vr.throwAt(this.pos - this.delta);
+    this.pos = vr.end;
+    return vr.exact;
+  }
+
+  private pushFrame(type: F, at: number): Frame {
+    let f = this.stack[this.sp];
+    if (f === undefined) {
+      f = new Frame();
+      this.stack[this.sp] = f;
+    }
+    this.sp++;
+    f.type = type;
+    f.at = at;
+    f.trackOff = -1;
+    f.keys = null;
+    f.smiKeys = 0;
+    f.smiCounts = null;
+    f.values = null;
+    f.shape = null;
+    f.row = null;
+    return f;
+  }
+
+  private record(bodyOff: number, value: unknown): void {
+    this.refValues.push(value);
+    if (this.refMap !== null) {
+      this.refMap.set(bodyOff, this.refValues.length);
+      return;
+    }
+    if (this.refSlots === null) {
+      const n = this.end - this.bodyStart;
+      if (n > MAX_SLOT_TABLE) {
+        (this.refMap = new Map()).set(bodyOff, this.refValues.length);
+        return;
+      }
+      this.refSlots = new Int32Array(n);
+    }
+    this.refSlots[bodyOff] = this.refValues.length;
+  }
+
+  /** Decodes the whole body: one root value, then the end. */
+  decode(): unknown {
+    if (this.pos >= this.end) throw this.err("truncated", this.end);
+    const value = this.run();
+    if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
+    return value;
+  }
+
+  private run(): unknown {
+    const stack = this.stack;
+    const buf = this.buf;
+    for (;;) {
+      if (this.sp > 0) {
+        const top = stack[this.sp - 1];
+        if (top.type === F.Dict || top.type === F.ObjectDict || top.type === F.DictRecord) {
+          if (top.expectKey) {
+            top.childAt = this.pos;
+            // The common key: an untracked SHORT_STR, read through the key cache.
+            const tag = buf[this.pos];
+            if (tag >= 0x40 && tag < 0x58 && this.tracer === null) {
+              const n = tag - 0x40;
+              const start = this.pos + 1;
+              if (n <= this.end - start) {
+                this.charge(cost.str(n), this.pos);
+                const key = this.cachedStr(start, n);
+                this.pos = start + n;
+                this.acceptStrKey(top, key);
+                continue;
+              }
+            } else if (tag === 0x93 && this.tracer === null) {
+              // A key written once and then referred to (Python shares its key strs).
+              const at = this.pos;
+              this.pos = at + 1;
+              const key = this.reference(at);
+              if (typeof key !== "string") {
+                this.deliver(top, key);
+                continue;
+              }
+              this.acceptStrKey(top, key);
+              continue;
+            }
+          }
+        } else if (top.type === F.Set || top.type === F.FrozenSet || top.type >= F.ObjectFirst) {
+          // Objects: where each value starts, for the value rules (spec 5.17.3).
+          top.childAt = this.pos;
+        }
+      }
+      let value = this.value();
+      for (;;) {
+        if (value === PENDING) {
+          const top = stack[this.sp - 1];
+          if (top.remaining > 0) break;
+          value = this.finish(top);
+          continue;
+        }
+        if (this.sp === 0) return value;
+        const top = stack[this.sp - 1];
+        if (!this.deliver(top, value)) break;
+        value = this.finish(top);
+      }
+    }
+  }
+
+  /** Gives a complete child value to the open frame; true when the frame is then complete. */
+  private deliver(f: Frame, v: unknown): boolean {
+    switch (f.type) {
+      case F.DictRecord:
+        if (f.expectKey) {
+          if (typeof v === "string") {
+            this.acceptStrKey(f, v);
+            return false;
+          }
+          this.recordToObject(f);
+          return this.deliver(f, v);
+        }
+        f.values![f.rowIndex++] = v;
+        f.expectKey = true;
+        return --f.remaining === 0;
+      case F.List:
+      case F.Tuple:
+        f.container[f.count - f.remaining] = v;
+        return --f.remaining === 0;
+      case F.ObjectDict:
+        if (f.expectKey) {
+          if (typeof v !== "string" || isIndexKey(v)) {
+            this.toMap(f);
+            return this.deliver(f, v);
+          }
+          if (hasOwn.call(f.container, v)) throw this.err("duplicate_key", f.childAt);
+          f.key = v;
+          f.expectKey = false;
+          return false;
+        }
+        if (f.key === "__proto__") Object.defineProperty(f.container, "__proto__", { value: v, enumerable: true, writable: true, configurable: true });
+        else f.container[f.key as string] = v;
+        f.expectKey = true;
+        return --f.remaining === 0;
+      case F.Dict:
+        if (f.expectKey) {
+          this.checkKey(f, v, "duplicate_key");
+          f.key = v;
+          f.expectKey = false;
+          return false;
+        }
+        f.container.set(f.key, v);
+        f.expectKey = true;
+        return --f.remaining === 0;
+      case F.Set:
+      case F.FrozenSet:
+        this.checkKey(f, v, "duplicate_element");
+        f.container.add(v);
+        return --f.remaining === 0;
+      case F.TupleList: {
+        const row = f.row!;
+        row[f.rowIndex++] = v;
+        if (f.rowIndex === f.arity) {
+          f.container.push(row);
+          if (--f.remaining > 0) {
+            f.row = newTuple(f.arity);
+            f.rowIndex = 0;
+          }
+        }
+        return f.remaining === 0;
+      }
+      case F.Supersede:
+        if (!f.gotA) {
+          f.gotA = true;
+          if (this.pos >= this.end) throw this.err("truncated", this.end);
+          if (this.buf[this.pos] !== 0x93) throw this.err("supersede_without_ref", this.pos);
+          return false;
+        }
+        f.container = v;
+        return true;
+      case F.PlainRecord: {
+        const name = f.shape!.fields![f.count - f.remaining];
+        if (name === "__proto__") Object.defineProperty(f.container, name, { value: v, enumerable: true, writable: true, configurable: true });
+        else f.container[name] = v;
+        return --f.remaining === 0;
+      }
+      case F.ObjectFirst:
+      case F.ObjectAfter:
+      case F.ObjectFromFirst: {
+        const index = f.count - f.remaining;
+        f.values![index] = v;
+        if (f.code !== 0) this.objectValue(f, index, v);
+        return --f.remaining === 0;
+      }
+      case F.ExtCreateFirst:
+      case F.ExtBuildAfter:
+      case F.RecordValues:
+        f.values![f.count - f.remaining] = v;
+        return --f.remaining === 0;
+    }
+  }
+
+  /** Closes the top frame and returns its value. */
+  private finish(f: Frame): unknown {
+    if (f.event !== null) {
+      const ev = f.event;
+      f.event = null;
+      const v = this.finishFrame(f);
+      ev.end = this.pos - this.delta;
+      ev.value = v;
+      return v;
+    }
+    return this.finishFrame(f);
+  }
+
+  private finishFrame(f: Frame): unknown {
+    this.sp--;
+    switch (f.type) {
+      case F.List:
+      case F.Dict:
+      case F.ObjectDict:
+      case F.PlainRecord:
+      case F.Set:
+        this.depth--;
+        return f.container;
+      case F.DictRecord: {
+        this.depth--;
+        const n = f.rowIndex;
+        const made = makeDictRecord(f.keyScratch!, f.values!, n);
+        f.values!.fill(undefined, 0, n);
+        return made;
+      }
+      case F.RecordValues: {
+        this.depth--;
+        const record = f.shape!.factory!(f.values!);
+        f.values!.fill(undefined);
+        return record;
+      }
+      case F.TupleList:
+        this.depth -= 2;
+        return f.container;
+      case F.Tuple:
+      case F.FrozenSet:
+        this.depth--;
+        if (f.trackOff >= 0) {
+          this.incomplete!.delete(f.trackOff);
+          this.record(f.trackOff, f.container);
+        }
+        return f.container;
+      case F.Supersede:
+        this.depth--;
+        return f.container;
+      case F.ExtCreateFirst:
+        this.depth--;
+        try {
+          finishComposite(f.code, f.container, f.values!);
+        } catch (e) {
+          if (e instanceof InvalidExt) throw this.err("invalid_ext", f.at + this.delta, e.message);
+          throw e;
+        }
+        return f.container;
+      case F.ExtBuildAfter: {
+        this.depth--;
+        let built: unknown;
+        try {
+          built = buildComposite(f.code, f.values!);
+        } catch (e) {
+          if (e instanceof InvalidExt) throw this.err("invalid_ext", f.at + this.delta, e.message);
+          throw e;
+        }
+        if (f.trackOff >= 0) {
+          this.incomplete!.delete(f.trackOff);
+          this.record(f.trackOff, built);
+        }
+        return built;
+      }
+      case F.ObjectFirst:
+      case F.ObjectFromFirst:
+        this.depth--;
+        this.fillObject(f);
+        return f.container;
+      case F.ObjectAfter: {
+        this.depth--;
+        const built = this.buildObject(f);
+        if (f.trackOff >= 0) {
+          this.incomplete!.delete(f.trackOff);
+          this.record(f.trackOff, built);
+        }
+        return built;
+      }
+    }
+  }
+
+  /**
+   * Hash flooding (spec 7): V8 hashes small-int keys of a Map or Set without a seed, so a
+   * payload could hold thousands of ints that fall into one bucket and make each insertion
+   * walk them all (measured: 20000 such keys take seconds). The decoder applies V8's own
+   * function and allows at most HASH_LIMIT keys per container whose hashes agree in their
+   * low 16 bits, which bounds every bucket of any table of up to 2^16 buckets and, beyond,
+   * every bucket outright. The counts start after HASH_LIMIT int keys, so small containers
+   * pay nothing.
+   */
+  private countSmiKey(f: Frame, k: number): void {
+    f.smiKeys++;
+    if (f.smiKeys <= HASH_LIMIT) return;
+    let counts = f.smiCounts;
+    if (counts === null) {
+      // Counts up to 255 fit a byte; the limit is clamped to that.
+      counts = f.smiCounts = new Uint8Array(65536);
+      for (const earlier of f.container.keys()) {
+        if (typeof earlier === "number" && (earlier | 0) === earlier && earlier >= SMI_MIN && earlier <= SMI_MAX) {
+          counts[v8SmiHash(earlier) & 0xffff]++;
+        }
+      }
+    }
+    const slot = v8SmiHash(k) & 0xffff;
+    // Large containers spread their keys over the 2^16 classes unevenly even when honest;
+    // the limit grows with the declared size (the work stays bounded by a multiple of n).
+    const limit = Math.max(HASH_LIMIT, 32 * Math.ceil(f.count / 65536));
+    if (++counts[slot] > Math.min(limit, 255)) {
+      throw this.err("hash_limit", f.childAt, `more than ${HASH_LIMIT} int keys of one container fall into one hash bucket`);
+    }
+  }
+
+  /** A str key for a dict frame: checked for duplicates and kept until its value comes. */
+  private acceptStrKey(f: Frame, key: string): void {
+    if (f.type === F.DictRecord) {
+      if (key === "__proto__" || isIndexKey(key)) {
+        this.recordToObject(f);
+        return this.acceptStrKey(f, key);
+      }
+      const keys = f.keyScratch!;
+      for (let i = 0; i < f.rowIndex; i++) if (keys[i] === key) throw this.err("duplicate_key", f.childAt);
+      keys[f.rowIndex] = key;
+      f.key = key;
+      f.expectKey = false;
+      return;
+    }
+    if (f.type === F.ObjectDict && isIndexKey(key)) this.toMap(f);
+    if (f.type === F.ObjectDict ? hasOwn.call(f.container, key) : f.container.has(key)) {
+      throw this.err("duplicate_key", f.childAt);
+    }
+    f.key = key;
+    f.expectKey = false;
+  }
+
+  /** A dict being collected as a record met a key a literal cannot take: it becomes an
+   * object (or then a Map) made pair by pair from what it has so far. */
+  private recordToObject(f: Frame): void {
+    const obj: Record<string, unknown> = {};
+    const keys = f.keyScratch!, values = f.values!;
+    for (let i = 0; i < f.rowIndex; i++) {
+      obj[keys[i]] = values[i];
+      values[i] = undefined;
+    }
+    f.container = obj;
+    f.type = F.ObjectDict;
+    f.values = null;
+  }
+
+  /** An object-mode dict met a key an object cannot keep in order: it becomes a Map. */
+  private toMap(f: Frame): void {
+    const obj = f.container as Record<string, unknown>;
+    const map = new Map<unknown, unknown>();
+    for (const k of Object.keys(obj)) map.set(k, obj[k]);
+    f.container = map;
+    f.type = F.Dict;
+  }
+
+  private checkKey(f: Frame, v: unknown, duplicate: "duplicate_key" | "duplicate_element"): void {
+    if (typeof v !== "object" || v === null) {
+      // A str, int, non-integral float, bool or None: the Map or Set itself compares it.
+      if (f.container.has(v)) throw this.err(duplicate, f.childAt);
+      if (typeof v === "number" && (v | 0) === v && v >= SMI_MIN && v <= SMI_MAX) this.countSmiKey(f, v);
+      return;
+    }
+    const keys = (f.keys ??= new KeyTable());
+    const problem = keys.add(v, this);
+    if (problem !== 0) {
+      const at = f.childAt;
+      switch (problem) {
+        case 1: throw this.err("unhashable", at, `${describe(v)} cannot be a dict key or set element`);
+        case 2: throw this.err(duplicate, at);
+        case 3: throw this.err("hash_limit", at, "hashing keys took more work than the input allows");
+      }
+    }
+  }
+
+  /** Fingerprint of a structured key (tuple, frozenset, ...), cached per object, with the
+   * work charged to the hashing budget. Returns null when the budget is spent. */
+  fingerprint(v: object, make: () => string): string | null {
+    const fingerprints = (this.fingerprints ??= new Map());
+    let fp = fingerprints.get(v);
+    if (fp === undefined) {
+      fp = make();
+      fingerprints.set(v, fp);
+    }
+    this.hashWork += fp.length;
+    return this.hashWork > this.hashBudget ? null : fp;
+  }
+
+  private value(): unknown {
+    return this.tracer === null ? this.untracedValue() : this.tracedValue();
+  }
+
+  private tracedValue(): unknown {
+    const at = this.pos;
+    const tag = at < this.end ? this.buf[at] : -1;
+    const ev: TraceEvent = {
+      offset: at - this.delta, end: null, depth: this.depth, tag, name: tag < 0 ? "" : tagName(tag), headEnd: null,
+      tracked: null, info: null, value: undefined,
+    };
+    if (tag < 0) return this.untracedValue();
+    const reserved = ev.name === "RESERVED";
+    if ((tag & 0xc0) === 0xc0 && !reserved) {
+      ev.tracked = this.trackedIndex.size;
+      this.trackedIndex.set(at - this.bodyStart, ev.tracked);
+    }
+    if (!reserved) this.tracer!.push(ev);
+    this.headPos = -1;
+    const v = this.untracedValue();
+    const code = tag & 0x40 ? tag & 0x7f : tag;
+    if (v === PENDING) {
+      const f = this.stack[this.sp - 1];
+      f.event = ev;
+      ev.headEnd = this.pos - this.delta;
+      switch (f.type) {
+        case F.TupleList: ev.info = ["tuple_list", f.remaining, f.arity]; break;
+        case F.Supersede: ev.info = ["supersede"]; break;
+        case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
+        case F.ObjectFirst: case F.ObjectAfter: case F.ObjectFromFirst: case F.PlainRecord: case F.RecordValues: {
+          const sh = f.shape!;
+          ev.info = ["object", this.lastShapeNumber, this.lastShapeDefined, [sh.module, sh.qualname, sh.kind, sh.fields]];
+          break;
+        }
+        case F.Dict: case F.ObjectDict: case F.DictRecord: case F.List: case F.Tuple: case F.Set: case F.FrozenSet:
+          ev.info = ["container", f.remaining];
+          break;
+      }
+      return v;
+    }
+    ev.end = this.pos - this.delta;
+    ev.value = v;
+    ev.headEnd = this.headPos >= 0 ? this.headPos - this.delta : ev.end;
+    if (tag === 0x93) {
+      ev.info = ["ref", this.lastRef + this.bodyStart - this.delta, this.trackedIndex.get(this.lastRef) ?? -1];
+    } else if (code === 0x78 || code === 0x79) {
+      ev.info = ["packed", (v as unknown[]).length];
+    } else if (code === 0x7c) {
+      ev.info = ["tuple_list", 0, 0];
+    } else if (code === 0x76) {
+      ev.info = ["ext", EXT_NAMES[this.buf[at + 1]], ev.end - ev.headEnd];
+    } else if ((code >= 0x58 && code < 0x68) || (code >= 0x71 && code <= 0x75)) {
+      ev.info = ["container", 0];
+    } else if ((code >= 0x40 && code < 0x58) || (code >= 0x68 && code <= 0x6b) || code === 0x6d) {
+      ev.info = ["data", ev.end - ev.headEnd];
+    } else {
+      ev.info = ["scalar"];
+    }
+    return v;
+  }
+
+  /** Reads one value: returns it, or PENDING after opening a frame for a container. */
+  private untracedValue(): unknown {
+    const buf = this.buf;
+    const at = this.pos;
+    if (at >= this.end) throw this.err("truncated", this.end);
+    const tag = buf[at];
+    this.pos = at + 1;
+    if (tag < 0x40) return tag;
+    if (tag >= 0x80 && tag < 0x90) return tag - 0x90;
+    switch (tag) {
+      case 0x90: return null;
+      case 0x91: return false;
+      case 0x92: return true;
+      case 0x93: return this.reference(at);
+    }
+    if (tag === 0x94) {
+      this.enter(at);
+      const f = this.pushFrame(F.Supersede, at);
+      f.gotA = false;
+      f.remaining = 1;
+      return PENDING;
+    }
+    if ((tag & 0x40) === 0) throw this.err("unknown_tag", at, `tag 0x${tag.toString(16)} is reserved`);
+    let trackOff = -1;
+    if (tag & 0x80) {
+      this.charge(cost.SCALAR, at);
+      trackOff = at - this.bodyStart;
+    }
+    return this.trackable(tag & 0x7f, at, trackOff);
+  }
+
+  private trackable(code: number, at: number, trackOff: number): unknown {
+    if (code < 0x58) {
+      const n = code - 0x40;
+      const s = this.str(n, at, at + 1, false);
+      if (trackOff >= 0) this.record(trackOff, s);
+      return s;
+    }
+    if (code < 0x5c) return this.openList(code - 0x58, at, trackOff);
+    if (code < 0x60) return this.openTuple(code - 0x5c, at, trackOff);
+    if (code < 0x68) return this.openDict(code - 0x60, at, trackOff);
+    let v: unknown;
+    switch (code) {
+      case 0x68:
+      case 0x69: {
+        const n = this.lengthVarint();
+        v = this.str(n, at, this.pos, code === 0x69);
+        break;
+      }
+      case 0x6a:
+      case 0x6b: {
+        const n = this.lengthVarint();
+        if (n > this.end - this.pos) throw this.err("truncated", at);
+        this.charge(code === 0x6b ? cost.bytearray(n) : cost.bytes(n), at);
+        this.headPos = this.pos;
+        const bytes = this.buf.slice(this.pos, this.pos + n);
+        this.pos += n;
+        v = code === 0x6b ? new ByteArray(bytes.buffer, 0, n) : bytes;
+        break;
+      }
+      case 0x6c: {
+        this.charge(cost.SCALAR, at);
+        v = this.signedVarint();
+        break;
+      }
+      case 0x6d:
+        v = this.bigint(at);
+        break;
+      case 0x6e: {
+        if (this.end - this.pos < 8) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        const x = this.view.getFloat64(this.pos, true);
+        v = Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(this.pos, this.pos + 8)) : x;
+        this.pos += 8;
+        break;
+      }
+      case 0x6f: {
+        if (this.end - this.pos < 4) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        const x = this.view.getFloat32(this.pos, true);
+        v = Number.isInteger(x) || x !== x ? new Float(x) : x;
+        this.pos += 4;
+        break;
+      }
+      case 0x70: {
+        if (this.end - this.pos < 16) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        v = new Complex(this.view.getFloat64(this.pos, true), this.view.getFloat64(this.pos + 8, true));
+        this.pos += 16;
+        break;
+      }
+      case 0x71:
+        this.enter(at);
+        return this.openList(this.containerCount(at, 1), at, trackOff, true);
+      case 0x72:
+        this.enter(at);
+        return this.openTuple(this.containerCount(at, 1), at, trackOff, true);
+      case 0x73:
+        this.enter(at);
+        return this.openDict(this.containerCount(at, 2), at, trackOff, true);
+      case 0x74:
+      case 0x75:
+        this.enter(at);
+        return this.openSet(this.containerCount(at, 1), at, trackOff, code === 0x75);
+      case 0x76:
+        return this.ext(at, trackOff);
+      case 0x77:
+        return this.object(at, trackOff);
+      case 0x78:
+        this.enter(at);
+        v = this.packedInts(this.containerCount(at, 1), at);
+        this.depth--;
+        break;
+      case 0x79:
+        this.enter(at);
+        v = this.packedFloats(this.containerCount(at, 8), at);
+        this.depth--;
+        break;
+      case 0x7c:
+        return this.openTupleList(at, trackOff);
+      default:
+        throw this.err("unknown_tag", at, `tag 0x${(code | (trackOff >= 0 ? 0x80 : 0)).toString(16)} is reserved`);
+    }
+    if (trackOff >= 0) this.record(trackOff, v);
+    return v;
+  }
+
+  /** A length varint for a byte payload, as a number (a bigint cannot fit what remains). */
+  private lengthVarint(): number {
+    const n = this.varint();
+    return typeof n === "number" ? n : Number.MAX_SAFE_INTEGER;
+  }
+
+  /** A container's count varint, checked against the remaining input (`per` bytes per item). */
+  private containerCount(at: number, per: number): number {
+    const n = this.varint();
+    const left = this.end - this.pos;
+    if (typeof n !== "number" || n > Math.floor(left / per)) {
+      throw this.err("length_too_large", at, `container declares ${n} items but only ${left} bytes are left`);
+    }
+    return n;
+  }
+
+  private str(n: number, at: number, start: number, surrogates: boolean): string {
+    if (n > this.end - start) throw this.err("truncated", at);
+    this.charge(cost.str(n), at);
+    this.headPos = start;
+    const end = start + n;
+    this.pos = end;
+    const buf = this.buf;
+    if (n <= 64 && !surrogates) {
+      const ascii = asciiString(buf, start, n);
+      if (ascii !== null) return ascii;
+    }
+    const s = surrogates ? decodeUtf8Surrogates(buf, start, end) : decodeUtf8(buf, start, end);
+    if (s === null) throw this.err("invalid_utf8", start);
+    return s;
+  }
+
+  /** A dict key of n bytes at `start` (length already checked), through a small cache:
+   * record payloads repeat the same keys, and a cached key is one lookup, not a new string. */
+  private cachedStr(start: number, n: number): string {
+    const buf = this.buf;
+    let h = n;
+    for (let i = 0; i < n; i++) h = (Math.imul(h, 31) + buf[start + i]) | 0;
+    const slot = (h >>> 0) & (KEY_CACHE_SIZE - 1);
+    const entry = keyCache[slot];
+    if (entry !== undefined && entry.bytes.length === n) {
+      const b = entry.bytes;
+      let i = 0;
+      while (i < n && b[i] === buf[start + i]) i++;
+      if (i === n) return entry.text;
+    }
+    const text = this.str(n, start - 1, start, false);
+    this.spent -= cost.str(n); // str() charged again what the caller charged
+    keyCache[slot] = { bytes: buf.slice(start, start + n), text };
+    return text;
+  }
+
+  private bigint(at: number): bigint {
+    const n = this.lengthVarint();
+    if (n > this.end - this.pos) throw this.err("truncated", at);
+    const buf = this.buf;
+    const start = this.pos;
+    const last = n > 0 ? buf[start + n - 1] : 0;
+    if (n < 9) throw this.err("noncanonical_int", at, "BIGINT holds a value inside the i64 range");
+    const prev = buf[start + n - 2];
+    if ((last === 0x00 && prev < 0x80) || (last === 0xff && prev >= 0x80)) {
+      throw this.err("noncanonical_int", at, "BIGINT has a redundant sign byte");
+    }
+    this.headPos = start;
+    let v = 0n;
+    for (let i = start + n - 1; i >= start; i--) v = (v << 8n) | BigInt(buf[i]);
+    if (last & 0x80) v -= 1n << BigInt(8 * n);
+    if (v >= -(1n << 63n) && v < 1n << 63n) throw this.err("noncanonical_int", at, "BIGINT holds a value inside the i64 range");
+    this.charge(cost.bigint(n), at);
+    this.pos = start + n;
+    return v;
+  }
+
+  private openList(n: number, at: number, trackOff: number, entered = false): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n > this.end - this.pos) throw this.err("length_too_large", at, `list declares ${n} items but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.list(n), at);
+    const list: unknown[] = n === 0 ? [] : newArray(n);
+    if (trackOff >= 0) this.record(trackOff, list);
+    if (n === 0) {
+      this.depth--;
+      return list;
+    }
+    const f = this.pushFrame(F.List, at);
+    f.container = list;
+    f.remaining = n;
+    f.count = n;
+    return PENDING;
+  }
+
+  private openTuple(n: number, at: number, trackOff: number, entered = false): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n > this.end - this.pos) throw this.err("length_too_large", at, `tuple declares ${n} items but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.tuple(n), at);
+    // new Tuple(n) filled by index: far faster in V8 than pushing onto an Array subclass.
+    const t = newTuple(n);
+    if (n === 0) {
+      this.depth--;
+      if (trackOff >= 0) this.record(trackOff, t);
+      return t;
+    }
+    const f = this.pushFrame(F.Tuple, at);
+    f.container = t;
+    f.remaining = n;
+    f.count = n;
+    if (trackOff >= 0) {
+      f.trackOff = trackOff;
+      (this.incomplete ??= new Set()).add(trackOff);
+    }
+    return PENDING;
+  }
+
+  private openDict(n: number, at: number, trackOff: number, entered = false): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n > Math.floor((this.end - this.pos) / 2)) throw this.err("length_too_large", at, `dict declares ${n} pairs but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.dict(n), at);
+    // A dict that a REF may refer to stays a Map: it must not change type once handed out.
+    const asObject = this.objectDicts && trackOff < 0;
+    if (asObject && n > 0 && n <= MAX_RECORD_KEYS) {
+      // An untracked dict of a few str keys: its pairs are collected and the object is made
+      // at the end by one literal of its key sequence (record payloads repeat a few).
+      const f = this.pushFrame(F.DictRecord, at);
+      f.values = f.scratch ??= newArray(MAX_RECORD_KEYS);
+      f.keyScratch ??= new Array<string>(MAX_RECORD_KEYS).fill("");
+      f.rowIndex = 0;
+      f.remaining = n;
+      f.count = n;
+      f.expectKey = true;
+      return PENDING;
+    }
+    const map = asObject ? {} : new Map();
+    if (trackOff >= 0) this.record(trackOff, map);
+    if (n === 0) {
+      this.depth--;
+      return map;
+    }
+    const f = this.pushFrame(asObject ? F.ObjectDict : F.Dict, at);
+    f.container = map;
+    f.remaining = n;
+    f.count = n;
+    f.expectKey = true;
+    return PENDING;
+  }
+
+  private openSet(n: number, at: number, trackOff: number, frozen: boolean): unknown {
+    this.charge(cost.set(n), at);
+    const set = frozen ? new FrozenSet() : new Set();
+    if (!frozen && trackOff >= 0) this.record(trackOff, set);
+    if (n === 0) {
+      this.depth--;
+      if (frozen && trackOff >= 0) this.record(trackOff, set);
+      return set;
+    }
+    const f = this.pushFrame(frozen ? F.FrozenSet : F.Set, at);
+    f.container = set;
+    f.remaining = n;
+    f.count = n;
+    if (frozen && trackOff >= 0) {
+      f.trackOff = trackOff;
+      (this.incomplete ??= new Set()).add(trackOff);
+    }
+    return PENDING;
+  }
+
+  private packedInts(n: number, at: number): unknown[] {
+    this.charge(cost.list(n), at);
+    this.headPos = this.pos;
+    const out: unknown[] = new Array(n);
+    const buf = this.buf;
+    let pos = this.pos;
+    const end = this.end;
+    for (let i = 0; i < n; i++) {
+      const itemAt = pos;
+      let v: number | bigint;
+      const b0 = pos < end ? buf[pos] : 0x80;
+      if (b0 < 0x80) {
+        pos++;
+        v = (b0 & 1) ? -((b0 + 1) >> 1) : b0 >> 1;
+      } else {
+        this.pos = pos;
+        v = this.signedVarint();
+        pos = this.pos;
+      }
+      if (typeof v !== "number" || v < SMALL_INT_MIN || v > SMALL_INT_MAX) this.charge(cost.SCALAR, itemAt);
+      out[i] = v;
+    }
+    this.pos = pos;
+    return out;
+  }
+
+  private packedFloats(n: number, at: number): unknown[] {
+    this.charge(cost.packedFloatList(n), at);
+    this.headPos = this.pos;
+    const out: unknown[] = new Array(n);
+    const view = this.view;
+    let pos = this.pos;
+    for (let i = 0; i < n; i++, pos += 8) {
+      const x = view.getFloat64(pos, true);
+      out[i] = Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(pos, pos + 8)) : x;
+    }
+    this.pos = pos;
+    return out;
+  }
+
+  private openTupleList(at: number, trackOff: number): unknown {
+    this.enter(at, 2);
+    const rows = this.varint();
+    const arity = this.varint();
+    if (arity === 0) throw this.err("length_too_large", at, "a TUPLE_LIST's arity must be at least 1");
+    const left = this.end - this.pos;
+    if (rows !== 0 && (typeof rows !== "number" || typeof arity !== "number" || rows > Math.floor(left / arity))) {
+      throw this.err("length_too_large", at, `TUPLE_LIST declares ${rows} rows of ${arity} items but only ${left} bytes are left`);
+    }
+    this.charge(cost.tupleList(rows as number, rows === 0 ? 0 : (arity as number)), at);
+    const list: unknown[] = [];
+    if (trackOff >= 0) this.record(trackOff, list);
+    if (rows === 0) {
+      this.depth -= 2;
+      return list;
+    }
+    const f = this.pushFrame(F.TupleList, at);
+    f.container = list;
+    f.remaining = rows;
+    f.arity = arity as number;
+    f.row = newTuple(f.arity);
+    f.rowIndex = 0;
+    return PENDING;
+  }
+
+  private reference(at: number): unknown {
+    const t = this.varint();
+    const r = at - this.bodyStart;
+    if (typeof t === "number") this.lastRef = t;
+    if (typeof t !== "number" || t >= r) throw this.err("bad_reference", at, `REF to ${t} does not point backwards`);
+    if (this.incomplete !== null && this.incomplete.has(t)) {
+      throw this.err("incomplete_reference", at, `REF to ${t}, a value still being built`);
+    }
+    const slot = this.refSlots !== null ? this.refSlots[t] : this.refMap !== null ? (this.refMap.get(t) ?? 0) : 0;
+    if (slot === 0) throw this.err("bad_reference", at, `REF to ${t}, which is not a tracked value`);
+    return this.refValues[slot - 1];
+  }
+
+  private ext(at: number, trackOff: number): unknown {
+    const c = this.varint();
+    if (typeof c !== "number" || c < 1 || c > MAX_EXT_CODE) throw this.err("unknown_ext", at, `EXT code ${c} is not defined`);
+    if (isBlobCode(c)) {
+      const n = this.lengthVarint();
+      if (n > this.end - this.pos) throw this.err("truncated", at);
+      this.charge(cost.extBlob(n), at);
+      this.headPos = this.pos;
+      const blob = this.buf.slice(this.pos, this.pos + n);
+      this.pos += n;
+      let v: unknown;
+      try {
+        v = c === ExtCode.OUT_OF_BAND ? this.outOfBand(blob, at) : parseExtBlob(c, blob);
+      } catch (e) {
+        if (e instanceof InvalidExt) throw this.err("invalid_ext", at, e.message);
+        throw e;
+      }
+      if (trackOff >= 0) this.record(trackOff, v);
+      return v;
+    }
+    this.enter(at);
+    const k = compositeValueCount(c);
+    if (k > this.end - this.pos) throw this.err("length_too_large", at, `EXT composite needs ${k} values`);
+    this.charge(cost.object(k), at);
+    const created = createComposite(c);
+    const f = this.pushFrame(created === null ? F.ExtBuildAfter : F.ExtCreateFirst, at);
+    f.code = c;
+    f.container = created;
+    f.values = k === 0 ? [] : newArray(k);
+    f.remaining = k;
+    f.count = k;
+    if (trackOff >= 0) {
+      if (created !== null) this.record(trackOff, created);
+      else {
+        f.trackOff = trackOff;
+        (this.incomplete ??= new Set()).add(trackOff);
+      }
+    }
+    return PENDING;
+  }
+
+  private outOfBand(blob: Uint8Array, at: number): unknown {
+    const layout = parseOutOfBand(blob);
+    const key = String(layout.index);
+    const used = (this.usedBuffers ??= new Set());
+    if (used.has(key)) throw new InvalidExt(`OUT_OF_BAND: buffer ${key} backs an earlier value already`);
+    used.add(key);
+    const buffers = this.options.buffers;
+    if (buffers === undefined || buffers.length === 0) {
+      throw this.err("missing_buffer", at, "the payload has out-of-band buffers: pass them as the buffers option");
+    }
+    if (typeof layout.index !== "number" || layout.index >= buffers.length) {
+      throw this.err("missing_buffer", at, `buffer ${layout.index} was not passed (${buffers.length} given)`);
+    }
+    const buffer = buffers[layout.index];
+    if (!(buffer instanceof Uint8Array) || BigInt(buffer.length) !== BigInt(layout.length)) {
+      throw this.err("buffer_mismatch", at, `buffer ${layout.index} has ${buffer?.length} bytes, the payload says ${layout.length}`);
+    }
+    switch (layout.kind) {
+      case 0: return buffer;
+      case 1: return new ByteArray(buffer);
+      case 2: return new PyArray(layout.typecode, buffer.slice());
+      case 3: return new NDArray(layout.shape, layout.dtype, buffer);
+      case 4: {
+        const count = layout.shape.reduce<number>((a, d) => a * Number(d), 1);
+        const itemSize = count === 0 ? 0 : buffer.length / count;
+        return new NDArray(layout.shape, layout.dtype, fortranToC(buffer, layout.shape, itemSize));
+      }
+    }
+  }
+
+  private nameAt(field: boolean): string {
+    const lenAt = this.pos;
+    const n = this.varint();
+    if (typeof n !== "number" || n < 1 || n > MAX_NAME) throw this.err("bad_name", lenAt, `name length ${n} is out of range 1..${MAX_NAME}`);
+    if (n > this.end - this.pos) throw this.err("truncated", lenAt);
+    const s = decodeUtf8(this.buf, this.pos, this.pos + n);
+    this.pos += n;
+    if (s === null) throw this.err("bad_name", lenAt, "name is not valid UTF-8");
+    if (!field && !isDottedName(s)) throw this.err("bad_name", lenAt, `${JSON.stringify(s)} is not a dotted name`);
+    return s;
+  }
+
+  private object(at: number, trackOff: number): unknown {
+    const s = this.varint();
+    let shape: Shape;
+    if (s === 0) {
+      shape = this.shapeDefinition(at);
+      this.lastShapeNumber = this.shapes.length - 1;
+      this.lastShapeDefined = true;
+    } else {
+      if (typeof s !== "number" || s - 1 >= this.shapes.length) throw this.err("bad_shape", at, `shape ${s} is not defined yet`);
+      shape = this.shapes[s - 1];
+      this.lastShapeNumber = s - 1;
+      this.lastShapeDefined = false;
+    }
+    this.enter(at);
+    const k = valueCount(shape.kind, shape.fields);
+    if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
+    this.charge(cost.object(k), at);
+    if (shape.allowed === null && shape.kind === "ATTRS" && this.options.placeholders === "plain") {
+      if (trackOff < 0 && k > 0) {
+        const factory = recordFactory(shape);
+        if (factory !== null) {
+          // No REF can refer to an untracked record, so it may be made once its values are
+          // read, by one object literal of the shape's fields (as msgpackr's records are).
+          const f = this.pushFrame(F.RecordValues, at);
+          f.shape = shape;
+          f.values = f.scratch !== null && f.scratch.length >= k ? f.scratch : (f.scratch = newArray(k));
+          f.remaining = k;
+          f.count = k;
+          return PENDING;
+        }
+      }
+      // A record: a plain object of the fields, with the class under the CLASS symbol.
+      const record: Record<string | symbol, unknown> = {};
+      record[CLASS] = shape.info;
+      if (trackOff >= 0) this.record(trackOff, record);
+      const f = this.pushFrame(F.PlainRecord, at);
+      f.shape = shape;
+      f.container = record;
+      f.remaining = k;
+      f.count = k;
+      return PENDING;
+    }
+    const creation = creationOf(shape.kind);
+    const values = k === 0 ? [] : newArray(k);
+    let instance: unknown = null;
+    if (creation === "first") instance = this.newInstance(shape, values);
+    const f = this.pushFrame(creation === "first" ? F.ObjectFirst : creation === "after" ? F.ObjectAfter : F.ObjectFromFirst, at);
+    f.shape = shape;
+    f.container = instance;
+    f.values = values;
+    f.remaining = k;
+    f.count = k;
+    // code: 1 when the kind has value rules (or host checks) to apply as each value completes.
+    f.code = hasValueRules(shape.kind) ? 1 : 0;
+    if (trackOff >= 0) {
+      if (creation === "first") this.record(trackOff, instance);
+      else {
+        // Built after, or made from the first value: incomplete until then (spec 6.2).
+        f.trackOff = trackOff;
+        (this.incomplete ??= new Set()).add(trackOff);
+      }
+    }
+    return PENDING;
+  }
+
+  /** The instance of a create-first or from-first-value shape, empty: a placeholder holds the
+   * values array it is being filled with; an allowed class's instance gets them at the end. */
+  private newInstance(shape: Shape, values: unknown[]): object {
+    const allowed = shape.allowed;
+    if (allowed === null || (allowed.cls === undefined && shape.kind !== "ATTRS" && shape.kind !== "STATE")) {
+      return new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+    }
+    return Object.create(allowed.cls?.prototype ?? Object.prototype);
+  }
+
+  /** What a value is on the wire (spec 5.17.3 value rules), from the tag it started with: a
+   * REF's target, or for a SUPERSEDE that of the REF that ends it. */
+  private classAt(index: number): ValueClass {
+    const buf = this.buf;
+    let tag = buf[index];
+    if (tag === 0x93 || tag === 0x94) {
+      index = this.bodyStart + this.lastRef;
+      tag = buf[index];
+    }
+    if (tag < 0x40 || (tag >= 0x80 && tag < 0x90)) return "int";
+    if (tag === 0x90) return "None";
+    if (tag === 0x91 || tag === 0x92) return "bool";
+    const code = tag & 0x7f;
+    if (code < 0x58) return "str";
+    if (code < 0x5c) return "list";
+    if (code < 0x60) return "tuple";
+    if (code < 0x68) return "dict";
+    switch (code) {
+      case 0x68: case 0x69: return "str";
+      case 0x6a: return "bytes";
+      case 0x6b: return "bytearray";
+      case 0x6c: case 0x6d: return "int";
+      case 0x6e: case 0x6f: return "float";
+      case 0x70: return "complex";
+      case 0x71: case 0x78: case 0x79: case 0x7c: return "list";
+      case 0x72: return "tuple";
+      case 0x73: return "dict";
+      case 0x74: return "set";
+      case 0x75: return "frozenset";
+      case 0x76: return EXT_NAMES[buf[index + 1]] ?? "EXT";
+      default: return "OBJECT";
+    }
+  }
+
+  /** A value of an OBJECT of a kind with value rules, as soon as it is complete: the rules
+   * (spec 5.17.3), the allowed class's own checks, and for a kind made from its first value,
+   * the instance, recorded now (spec 6.2). */
+  private objectValue(f: Frame, index: number, v: unknown): void {
+    const shape = f.shape!;
+    const kind = shape.kind;
+    const c = this.classAt(f.childAt);
+    const problem = valueRule(kind, index, c);
+    if (problem !== null) throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname}: ${problem}`);
+    const allowed = shape.allowed;
+    if (index === 0 && allowed !== null) {
+      if (allowed.base !== undefined && BUILTIN_BASES[allowed.base] !== c) {
+        throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname}: the builtin value must be ${describeClass(BUILTIN_BASES[allowed.base])}, not ${describeClass(c)}`);
+      }
+      if ((kind === "REDUCE_KW" || kind === "NEWOBJ_KW") && !isCall(v)) {
+        throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname}: the call must be a tuple of the arguments (a tuple) and the keyword arguments (a dict of str keys)`);
+      }
+    }
+    if (index === 0 && f.type === F.ObjectFromFirst) {
+      f.container = this.newInstance(shape, f.values!);
+      if (f.trackOff >= 0) {
+        this.incomplete!.delete(f.trackOff);
+        this.record(f.trackOff, f.container);
+        f.trackOff = -1;
+      }
+    }
+  }
+
+  private shapeDefinition(at: number): Shape {
+    const start = this.pos;
+    const module = this.nameAt(false);
+    const qualname = this.nameAt(false);
+    if (this.pos >= this.end) throw this.err("truncated", this.end);
+    const kindAt = this.pos;
+    const kindByte = this.buf[this.pos++];
+    if (kindByte >= OBJECT_KINDS.length) throw this.err("bad_shape", kindAt, `object kind ${kindByte} is not defined`);
+    const kind: ObjectKind = OBJECT_KINDS[kindByte];
+    let fields: string[] | null = null;
+    if (kind === "ATTRS" || kind === "TUPLE_FIELDS") {
+      const countAt = this.pos;
+      const n = this.varint();
+      if (typeof n !== "number" || n > MAX_FIELDS) throw this.err("bad_shape", countAt, `${n} fields is above ${MAX_FIELDS}`);
+      if (n > Math.floor((this.end - this.pos) / 2)) throw this.err("length_too_large", countAt, `shape declares ${n} fields`);
+      fields = [];
+      const seen = new Set<string>();
+      for (let i = 0; i < n; i++) {
+        const nameAt = this.pos;
+        const name = this.nameAt(true);
+        if (seen.has(name)) throw this.err("bad_shape", nameAt, `field ${JSON.stringify(name)} is repeated`);
+        seen.add(name);
+        fields.push(name);
+      }
+    }
+    this.charge(cost.shape(this.pos - start), at);
+    const allowed = this.resolve(module, qualname, kind, fields, at);
+    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields } };
+    this.shapes.push(shape);
+    return shape;
+  }
+
+  private resolve(module: string, qualname: string, kind: ObjectKind, fields: string[] | null, at: number): AllowedClass | null {
+    const name = `${module}:${qualname}`;
+    const allowed = this.options.types?.find((t) => t.name === name);
+    if (allowed === undefined) {
+      // The fixed tables (spec 5.17.4): builtin exceptions and types, as placeholders.
+      if (inFixedTables(module, qualname, kind)) return { name, kind };
+      if (this.options.placeholders) return null;
+      const e = new ClassNotAllowedError(at - this.delta, module, qualname);
+      throw e;
+    }
+    if (allowed.kind !== kind) throw this.err("bad_shape", at, `${name} is not written as ${kind}`);
+    if (allowed.base !== undefined && !baseFits(kind, allowed.base)) throw this.err("bad_shape", at, `${name} (a ${allowed.base} subclass) is not written as ${kind}`);
+    if (allowed.fields !== undefined && fields !== null) {
+      if (this.options.unknownFields === "error") {
+        const unknown = fields.find((f) => !allowed.fields!.includes(f));
+        if (unknown !== undefined) throw this.err("unknown_field", at, `${name} has no field ${unknown}`);
+      }
+      const missing = allowed.fields.find((f) => !fields.includes(f));
+      if (missing !== undefined) throw this.err("missing_field", at, `${name} needs field ${missing}`);
+    }
+    return allowed;
+  }
+
+  private fillObject(f: Frame): void {
+    const shape = f.shape!;
+    const obj = f.container;
+    const values = f.values!;
+    if (obj instanceof Placeholder) {
+      obj.values = values;
+      return;
+    }
+    if (shape.kind === "ATTRS") {
+      shape.fields!.forEach((name, i) => {
+        if (shape.allowed!.fields === undefined || shape.allowed!.fields.includes(name)) obj[name] = values[i];
+      });
+      return;
+    }
+    if (shape.kind !== "STATE") {
+      // MUTABLE_SUBCLASS and the kinds made from their first value: all values at once.
+      try {
+        if (typeof obj.__setvalues__ === "function") obj.__setvalues__(values);
+      } catch (e) {
+        throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname} refused its values: ${(e as Error).message}`);
+      }
+      return;
+    }
+    const state = values[0];
+    try {
+      if (typeof obj.__setstate__ === "function") obj.__setstate__(state);
+      else if (state instanceof Map) for (const [k, v] of state) obj[String(k)] = v;
+      else throw new Error("the default state must be a dict");
+    } catch (e) {
+      throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname} refused its state: ${(e as Error).message}`);
+    }
+  }
+
+  private buildObject(f: Frame): unknown {
+    const shape = f.shape!;
+    const values = f.values!;
+    const allowed = shape.allowed;
+    if (allowed === null) return new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+    try {
+      switch (shape.kind) {
+        case "TUPLE_FIELDS": {
+          if (allowed.decode) return allowed.decode(values);
+          const obj = Object.create(allowed.cls?.prototype ?? Object.prototype);
+          shape.fields!.forEach((name, i) => { obj[name] = values[i]; });
+          return obj;
+        }
+        case "ENUM": {
+          const member = allowed.decode ? allowed.decode(values[0]) : allowed.cls?.fromValue?.(values[0]);
+          if (member === undefined) throw new Error(`no member has the value ${String(values[0])}`);
+          return member;
+        }
+        case "CUSTOM":
+          if (!allowed.decode) throw new Error("no decode function was given");
+          return allowed.decode(values[0]);
+        case "GLOBAL":
+          // The allowed object itself; a name of the fixed tables stands as a placeholder.
+          return allowed.cls ?? new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+        default:
+          throw new Error("only built-after kinds are built");
+      }
+    } catch (e) {
+      throw this.err("bad_state", f.at, `${shape.module}.${shape.qualname} refused its values: ${(e as Error).message}`);
+    }
+  }
+}
+
+
+/** The call of REDUCE_KW and NEWOBJ_KW: (arguments, keyword arguments), the keywords strs. */
+function isCall(v: unknown): boolean {
+  if (!(v instanceof Tuple) || v.length !== 2 || !(v[0] instanceof Tuple)) return false;
+  const kw = v[1];
+  if (kw instanceof Map) return kw.constructor === Map && [...kw.keys()].every((k) => typeof k === "string");
+  if (typeof kw !== "object" || kw === null || (kw as Record<symbol, unknown>)[CLASS] !== undefined) return false;
+  const proto = Object.getPrototypeOf(kw);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(v: unknown): string {
+  if (v instanceof Map) return "a dict";
+  if (v instanceof Set) return "a set";
+  if (Array.isArray(v)) return v instanceof Tuple ? "a tuple holding an unhashable value" : "a list";
+  if (v instanceof ByteArray) return "a bytearray";
+  return "an unhashable value";
+}
+
+export { keyProblem };

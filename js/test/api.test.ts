@@ -1,0 +1,245 @@
+// The JS API beyond the vectors: the type mapping both ways, limits, error classes, identity,
+// out-of-band buffers, envelopes (node:crypto and WebCrypto) and incremental stream reading.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  decode, decodeAsync, encode, encodeAsync, Tuple, FrozenSet, ByteArray, Float, Complex, Decimal, AmberDateTime,
+  DecodeError, DecodeLimitError, SignatureError, ClassNotAllowedError, EncodeError, Placeholder, StreamReader,
+  StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate,
+} from "../src/index.js";
+import { hexBytes, toHex } from "./notation.js";
+
+const SECRET = new TextEncoder().encode("amber envelope test secret one!!");
+
+test("the mapping: each amber kind comes back as its own JS type", () => {
+  const value = new Map<unknown, unknown>([
+    ["list", [1, 2, 3]],
+    ["tuple", Tuple.fromItems([1, "a"])],
+    ["set", new Set([1, 2])],
+    ["frozenset", new FrozenSet(["x"])],
+    ["bytes", new Uint8Array([0, 255])],
+    ["bytearray", new ByteArray([1, 2])],
+    ["float 1.0", new Float(1)],
+    ["float -0.0", new Float(-0)],
+    ["float 0.5", 0.5],
+    ["big", 2n ** 70n],
+    ["i64", -(2n ** 60n)],
+    ["complex", new Complex(1, -2)],
+    ["decimal", Decimal.fromString("-12.50")],
+    [Tuple.fromItems([1, 2]), "tuple key"],
+  ]);
+  const back = decode(encode(value)) as Map<unknown, unknown>;
+  assert.ok(back instanceof Map);
+  const get = (k: string) => back.get(k);
+  assert.deepEqual(get("list"), [1, 2, 3]);
+  assert.ok(get("tuple") instanceof Tuple);
+  assert.ok(get("set") instanceof Set && !(get("set") instanceof FrozenSet));
+  assert.ok(get("frozenset") instanceof FrozenSet);
+  assert.ok(get("bytes") instanceof Uint8Array && !(get("bytes") instanceof ByteArray));
+  assert.ok(get("bytearray") instanceof ByteArray);
+  assert.ok(get("float 1.0") instanceof Float && (get("float 1.0") as Float).value === 1);
+  assert.ok(Object.is((get("float -0.0") as Float).value, -0));
+  assert.equal(get("float 0.5"), 0.5);
+  assert.equal(get("big"), 2n ** 70n);
+  assert.equal(get("i64"), -(2n ** 60n), "an int outside the safe range stays exact, as a bigint");
+  assert.equal(String(get("decimal")), "-1250E-2");
+  assert.deepEqual([...back.keys()].at(-1), Tuple.fromItems([1, 2]));
+  // And the bytes of a re-encode are the same: nothing was lost.
+  assert.equal(toHex(encode(back)), toHex(encode(value)));
+});
+
+test("JS values without an amber twin: plain objects are dicts, Dates are UTC datetimes", () => {
+  const back = decode(encode({ a: 1, b: [true, null], when: new Date(Date.UTC(2024, 4, 17, 13, 45, 30, 250)) })) as Map<string, unknown>;
+  assert.equal(back.get("a"), 1);
+  const when = back.get("when") as AmberDateTime;
+  assert.ok(when instanceof AmberDateTime);
+  assert.equal(when.microsecond, 250000);
+  assert.deepEqual(when.tz, { kind: "utc" });
+  assert.equal(when.toDate()!.toISOString(), "2024-05-17T13:45:30.250Z");
+  assert.throws(() => encode({ a: undefined }), EncodeError);
+  assert.throws(() => encode(() => 1), EncodeError);
+});
+
+test("datetimes keep microseconds and the zone as written", () => {
+  // spec 5.16.5: 2024-05-17 13:45:30.250000+02:00
+  const v = decode(hexBytes("ab41017603 12 e80f0511 0d2d1e 90a10f 00 02 80a0bad235 00")) as AmberDateTime;
+  assert.equal(v.toString(), "2024-05-17T13:45:30.250000+02:00");
+  assert.equal(v.microsecond, 250000);
+  const again = new AmberDateTime(2024, 5, 17, 13, 45, 30, 250000, { kind: "fixed", offsetMicroseconds: 7_200_000_000, name: null });
+  assert.equal(toHex(encode(again)), "ab41017603" + "12e80f05110d2d1e90a10f000280a0bad23500");
+  assert.equal(toHex(encode(new AmberDate(2024, 5, 17))), "ab41017601" + "04e80f0511");
+  assert.equal(Uuid.fromString("12345678-1234-5678-1234-567812345678").toString(), "12345678-1234-5678-1234-567812345678");
+});
+
+test("identity: shared containers and cycles come back shared, tuples too", () => {
+  const l: unknown[] = [];
+  const t = Tuple.fromItems([l]);
+  l.push(t);
+  const back = decode(encode(t)) as Tuple;
+  assert.ok(back instanceof Tuple);
+  assert.equal(((back[0] as unknown[])[0]), back, "the cycle through the tuple is kept");
+  const d = new Deque<unknown>();
+  d.items.push(d);
+  const dd = decode(encode(d)) as Deque;
+  assert.equal(dd.items[0], dd);
+  const shared = [1, 2];
+  const pair = decode(encode([shared, shared])) as unknown[][];
+  assert.equal(pair[0], pair[1]);
+  const copies = decode(encode([shared, shared], { refs: false })) as unknown[][];
+  assert.notEqual(copies[0], copies[1]);
+  assert.deepEqual(copies[0], copies[1]);
+});
+
+test("refs: false refuses cycles and names the path", () => {
+  const l: unknown[] = [1];
+  l.push([l]);
+  assert.throws(() => encode(l, { refs: false }), (e: unknown) => e instanceof EncodeError && e.path === "root[1][0]");
+});
+
+test("depth: 10000 levels decode without the call stack; one more fails with depth_limit", () => {
+  const deep = (n: number) => {
+    const b = new Uint8Array(3 + n);
+    b.set([0xab, 0x41, 0x01]);
+    b.fill(0x59, 3, 3 + n - 1);
+    b[3 + n - 1] = 0x58;
+    return b;
+  };
+  let v = decode(deep(10000), { maxDepth: 10000 }) as unknown[];
+  let levels = 1;
+  while (v.length) { v = v[0] as unknown[]; levels++; }
+  assert.equal(levels, 10000);
+  assert.throws(() => decode(deep(10001), { maxDepth: 10000 }), (e: unknown) => e instanceof DecodeLimitError && e.kind === "depth_limit" && e.offset === 3 + 10000);
+  assert.throws(() => decode(deep(3), { maxDepth: 10001 }), RangeError);
+  let nested: unknown = [];
+  for (let i = 1; i < 1000; i++) nested = [nested];
+  assert.equal(encode(nested).length, 3 + 1000);
+  assert.throws(() => encode([nested]), EncodeError);
+});
+
+test("error classes: limits, signatures and classes have their own", () => {
+  assert.throws(() => decode(hexBytes("ab4101 58"), { maxAlloc: 1 }), DecodeLimitError);
+  assert.throws(() => decode(hexBytes("ab4121 00")), (e: unknown) => e instanceof SignatureError && e.kind === "key_required");
+  const obj = hexBytes("ab4101 77 00 026f73 0673797374656d 00 00");
+  assert.throws(() => decode(obj), (e: unknown) => e instanceof ClassNotAllowedError && e.module === "os" && e.qualname === "system");
+  const p = decode(obj, { placeholders: true }) as Placeholder;
+  assert.equal(p.qualname, "system");
+  assert.equal(toHex(encode(p)), toHex(obj), "a placeholder is written back as the shape it stands for");
+  assert.throws(() => decode(hexBytes("ab4101 5b 01")), (e: unknown) => e instanceof DecodeError && e.kind === "length_too_large" && e.offset === 3);
+});
+
+test("out-of-band: large data travels as buffers, in index order", () => {
+  const big = new Uint8Array(OOB_THRESHOLD).fill(7);
+  const arr = new PyArray("d", new Uint8Array(OOB_THRESHOLD));
+  const buffers: Uint8Array[] = [];
+  const payload = encode([big, arr, new Uint8Array(10)], { bufferCallback: (b) => buffers.push(b) });
+  assert.equal(buffers.length, 2);
+  assert.ok(payload.length < 100);
+  const back = decode(payload, { buffers }) as unknown[];
+  assert.equal(back[0], buffers[0], "bytes come back as the caller's buffer, not a copy");
+  assert.ok(back[1] instanceof PyArray && (back[1] as PyArray).typecode === "d");
+  assert.throws(() => decode(payload), (e: unknown) => e instanceof DecodeError && e.kind === "missing_buffer");
+  assert.throws(() => decode(payload, { buffers: [buffers[0], new Uint8Array(3)] }), (e: unknown) => e instanceof DecodeError && e.kind === "buffer_mismatch");
+});
+
+test("envelopes: sign, compress, rotate keys, max age; node:crypto and WebCrypto agree", async () => {
+  const value = { items: Array.from({ length: 200 }, () => "abcdefghij") };
+  const key = { secret: SECRET };
+  const old = { secret: "an older secret of enough bytes", id: "old" };
+  const sealed = encode(value, { key, compress: "lz4", timestamp: 1_700_000_000 });
+  assert.equal(sealed[2], 0x31, "signed and compressed");
+  const plain = encode(value);
+  assert.ok(sealed.length < plain.length);
+  const opened = decode(sealed, { keys: [old, key], now: 1_700_000_010, maxAge: 60 }) as Map<string, string[]>;
+  assert.equal(opened.get("items")!.length, 200);
+  const viaWebCrypto = await decodeAsync(sealed, { keys: [key], now: 1_700_000_010 });
+  assert.deepEqual(viaWebCrypto, opened);
+  assert.equal(toHex(await encodeAsync(value, { key, compress: "lz4", timestamp: 1_700_000_000 })), toHex(sealed));
+  assert.throws(() => decode(sealed, { keys: [old] }), (e: unknown) => e instanceof SignatureError && e.kind === "unknown_key");
+  const tampered = sealed.slice();
+  tampered[tampered.length - 40] ^= 1;
+  assert.throws(() => decode(tampered, { keys: [key] }), (e: unknown) => e instanceof SignatureError && e.kind === "bad_signature");
+  assert.throws(() => decode(sealed, { keys: [key], now: 1_700_010_000, maxAge: 60 }), (e: unknown) => e instanceof SignatureError && e.kind === "expired");
+  assert.throws(() => decode(plain, { keys: [key] }), (e: unknown) => e instanceof SignatureError && e.kind === "signature_required");
+  assert.throws(() => encode(1, { key: { secret: "short" } }), RangeError);
+  assert.throws(() => encode(1, { compress: "zstd" }), RangeError);
+});
+
+test("streams: a reader fed one byte at a time finds the same messages", () => {
+  const w = new StreamWriter();
+  const values = [null, [1, 2], "x".repeat(300), new OrderedDict([["a", 1]]), new Fraction(1, 3), new Range(0, 10, 2)];
+  for (const v of values) w.writePayload(encode(v));
+  const stream = w.close();
+  const reader = new StreamReader();
+  const got: unknown[] = [];
+  for (const b of stream) {
+    reader.push(Uint8Array.of(b));
+    for (const m of reader.messages()) got.push(m.value);
+  }
+  for (const m of reader.end()) got.push(m.value);
+  assert.equal(got.length, values.length);
+  assert.equal(toHex(encode(got)), toHex(encode(values)));
+  const cut = new StreamReader();
+  cut.push(stream.subarray(0, stream.length - 1));
+  [...cut.messages()];
+  assert.throws(() => cut.end(), (e: unknown) => e instanceof DecodeError && e.kind === "truncated" && e.messageIndex === values.length);
+});
+
+test("ints: number exactly while safe, bigint beyond, at every boundary and in packed lists", () => {
+  const edges = [0n, 63n, 64n, -16n, -17n, 2n ** 53n - 1n, -(2n ** 53n) + 1n, 2n ** 53n, -(2n ** 53n), 2n ** 53n + 1n,
+    -(2n ** 53n) - 1n, 2n ** 63n - 1n, -(2n ** 63n), 2n ** 63n, -(2n ** 63n) - 1n, 2n ** 64n, -(2n ** 200n)];
+  for (const v of edges) {
+    const want = v >= -(2n ** 53n) + 1n && v <= 2n ** 53n - 1n ? Number(v) : v;
+    assert.equal(decode(encode(v)), want, `int ${v}`);
+    assert.deepEqual(decode(encode([v, v, v, v])), [want, want, want, want], `packed ${v}`);
+  }
+  // -2^63 as the spec writes it: zigzag 2^64 - 1.
+  assert.equal(decode(hexBytes("ab4101 6c ffffffffffffffffff01")), -(2n ** 63n));
+});
+
+test("hash flooding: ints chosen to share one V8 hash bucket are refused, honest ones pass", () => {
+  // V8's unseeded hash of small ints (ComputeUnseededHash), to pick colliding keys.
+  const h = (k: number) => {
+    let x = k >>> 0;
+    x = (~x + (x << 15)) >>> 0; x = (x ^ (x >>> 12)) >>> 0; x = (x + (x << 2)) >>> 0;
+    x = (x ^ (x >>> 4)) >>> 0; x = Math.imul(x, 2057) >>> 0; x = (x ^ (x >>> 16)) >>> 0;
+    return x & 0x3fffffff;
+  };
+  const colliding: number[] = [];
+  for (let k = 0; colliding.length < 5000; k++) if ((h(k) & 0x3fff) === 0) colliding.push(k);
+  const t0 = performance.now();
+  assert.throws(() => decode(encode(new Set(colliding))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+  assert.throws(() => decode(encode(new Map(colliding.map((k) => [k, null])))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+  assert.ok(performance.now() - t0 < 2000, "refused early, not after the flood");
+  const honest = new Set(Array.from({ length: 300_000 }, (_, i) => i * 7919 - 1_000_000));
+  assert.equal((decode(encode(honest)) as Set<number>).size, honest.size);
+});
+
+test("REFs resolve in large bodies too (the table of recorded objects switches to a Map)", () => {
+  const shared = [1, 2];
+  const big = new Uint8Array((1 << 24) + 10);
+  const back = decode(encode([big, shared, shared])) as unknown[];
+  assert.equal(back[1], back[2]);
+  assert.equal((back[0] as Uint8Array).length, big.length);
+});
+
+test("canonical sortKeys orders dicts but not the dict inside an OrderedDict (spec 6.7)", () => {
+  const od = new OrderedDict<string, number>([["b", 1], ["a", 2]]);
+  const plain = new Map([["b", 1], ["a", 2]]);
+  const back = decode(encode([od, plain], { canonical: true, sortKeys: true })) as [OrderedDict, Map<string, number>];
+  assert.deepEqual([...back[0].keys()], ["b", "a"]);
+  assert.deepEqual([...back[1].keys()], ["a", "b"]);
+});
+
+test("dicts as objects: a __proto__ key is an own property, never the prototype", () => {
+  const src = JSON.parse('[{"__proto__":1,"x":2},{"x":2,"__proto__":{"polluted":true}},{"a":1},{"a":2}]');
+  const payload = encode(src);
+  for (const placeholders of [true, "plain" as const]) {
+    const back = decode(payload, { dicts: "object", placeholders }) as Record<string, unknown>[];
+    assert.deepEqual(Object.keys(back[0]), ["__proto__", "x"]);
+    assert.equal(Object.getPrototypeOf(back[1]), Object.prototype);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    assert.deepEqual(Object.keys(back[1]), ["x", "__proto__"]);
+    assert.equal(toHex(encode(back)), toHex(payload));
+  }
+});

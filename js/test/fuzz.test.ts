@@ -1,0 +1,96 @@
+// Property-based fuzzing of the decoder (fast-check): whatever the bytes, decoding returns a
+// value or throws a DecodeError with an offset inside the input, never anything else; and any
+// value the encoder writes decodes to a value that is written to the same bytes again.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { decode, encode, readStream, DecodeError } from "../src/index.js";
+import { loadVectors, hexBytes, toHex } from "./notation.js";
+import { values } from "./arbitraries.js";
+import { decodeUtf8 } from "../src/utf8.js";
+
+/** Seconds for the whole file (make js-test sets a short bound; make fuzz-js a longer one). */
+const SECONDS = Number(process.env.AMBER_JS_FUZZ_SECONDS ?? "8");
+const share = (part: number) => ({ interruptAfterTimeLimit: SECONDS * 1000 * part, numRuns: 1_000_000_000 });
+
+const seeds = [
+  ...loadVectors("values.json").vectors.map((v: any) => hexBytes(v.hex)),
+  ...loadVectors("errors.json").vectors.map((v: any) => hexBytes(v.hex)),
+  ...loadVectors("envelopes.json").vectors.map((v: any) => hexBytes(v.hex)),
+];
+
+let runs = 0;
+function decodesOrFailsCleanly(data: Uint8Array): void {
+  runs++;
+  try {
+    decode(data, { placeholders: true, buffers: [new Uint8Array(3)], dicts: runs % 2 ? "object" : "map" });
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+    assert.ok(e.offset >= 0 && (e.inDecompressedBody || e.offset <= data.length), `offset ${e.offset} outside ${data.length} bytes`);
+  }
+}
+
+const mutated = fc
+  .tuple(fc.constantFrom(...seeds), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom("set", "insert", "delete")), { minLength: 1, maxLength: 4 }))
+  .map(([seed, edits]) => {
+    const bytes = Array.from(seed);
+    for (const [at, b, op] of edits) {
+      const i = bytes.length ? at % (bytes.length + (op === "insert" ? 1 : 0)) : 0;
+      if (op === "set" && bytes.length) bytes[i] = b;
+      else if (op === "insert") bytes.splice(i, 0, b);
+      else if (bytes.length) bytes.splice(i, 1);
+    }
+    return Uint8Array.from(bytes);
+  });
+
+test("fuzz: mutated vectors decode or fail with a DecodeError", () => {
+  runs = 0;
+  fc.assert(fc.property(mutated, (data) => decodesOrFailsCleanly(data)), share(0.35));
+  console.log(`mutated vectors: ${runs} inputs`);
+  assert.ok(runs > 100);
+});
+
+test("fuzz: random bodies after a valid header decode or fail with a DecodeError", () => {
+  const bodies = fc.uint8Array({ maxLength: 64 }).map((b) => Uint8Array.from([0xab, 0x41, 0x01, ...b]));
+  runs = 0;
+  fc.assert(fc.property(bodies, (data) => decodesOrFailsCleanly(data)), share(0.2));
+  console.log(`random bodies: ${runs} inputs`);
+  assert.ok(runs > 100);
+});
+
+test("fuzz: random streams read or fail with a DecodeError", () => {
+  const streams = fc.uint8Array({ maxLength: 48 }).map((b) => Uint8Array.from([0xab, 0x53, 0x01, ...b]));
+  fc.assert(fc.property(streams, (data) => {
+    try {
+      readStream(data);
+    } catch (e) {
+      if (!(e instanceof DecodeError)) throw e;
+    }
+  }), share(0.1));
+});
+
+test("fuzz: encode, decode, encode gives the same bytes, plain and canonical", () => {
+  runs = 0;
+  fc.assert(fc.property(values, fc.boolean(), (v, sortKeys) => {
+    runs++;
+    const once = encode(v);
+    assert.equal(toHex(encode(decode(once))), toHex(once));
+    // Dicts as plain objects lose nothing either: index-like keys keep them Maps.
+    assert.equal(toHex(encode(decode(once, { dicts: "object" }))), toHex(once));
+    const canon = encode(v, { canonical: true, sortKeys });
+    assert.equal(toHex(encode(decode(canon), { canonical: true, sortKeys })), toHex(canon));
+  }), share(0.35));
+  console.log(`round trips: ${runs} values`);
+  assert.ok(runs > 100);
+});
+
+test("fuzz: the strict UTF-8 check agrees with a fatal TextDecoder", () => {
+  const td = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  const bytes = fc.array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0x80, max: 0xf5 })), { maxLength: 12 }).map((a) => Uint8Array.from(a));
+  fc.assert(fc.property(bytes, (b) => {
+    let want: string | null;
+    try { want = td.decode(b); } catch { want = null; }
+    assert.equal(decodeUtf8(b, 0, b.length), want);
+  }), share(0.05));
+});
