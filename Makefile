@@ -253,7 +253,7 @@ bench-pythons: $(PY)
 	$(PY) bench/pythons.py $$runs > bench/results/pythons.md
 
 clean:
-	rm -rf target fuzz/target $(VENV) .venv-py3.* .venv-bench-py3.* .tools
+	rm -rf target fuzz/target $(VENV) .venv-py3.* .venv-bench-py3.* .tools js/node_modules js/dist
 
 # The TypeScript implementation (js/, see js/README.md). Its dependencies come from
 # js/package-lock.json (npm ci, again whenever the lock changes); its viewer test drives
