@@ -534,12 +534,21 @@ def test_reader_makes_only_the_fixed_tables():
     [
         ('{"$object":"a:f","kind":"GLOBAL","state":null}', "GLOBAL $object has no state"),
         ('{"$object":"a:b","kind":"REDUCE"}', "needs its state"),
-        ('{"$object":"a:b","kind":"REDUCE","state":[[],null,null,null]}', "must be one of tuple"),
+        (
+            '{"$object":"a:b","kind":"REDUCE","state":[[],null,null,null]}',
+            "REDUCE value 0 must be a tuple of arguments, not a list",
+        ),
         ('{"$object":"a:b","kind":"NEWOBJ","state":[{"$tuple":[]},null,null]}', "array of its 4"),
-        ('{"$object":"a:b","kind":"REDUCE","state":[{"$tuple":[]},1,2,null]}', "value 2 of"),
-        ('{"$object":"a:b","kind":"REDUCE_KW","state":[{"$tuple":[]},1,null,[]]}', "value 3 of"),
+        (
+            '{"$object":"a:b","kind":"REDUCE","state":[{"$tuple":[]},1,2,null]}',
+            "REDUCE value 2 must be None or a list of items, not an int",
+        ),
+        (
+            '{"$object":"a:b","kind":"REDUCE_KW","state":[{"$tuple":[]},1,null,[]]}',
+            "REDUCE_KW value 3 must be None or a dict of items, not a list",
+        ),
         ('{"$object":"a:b","kind":"MUTABLE_SUBCLASS","state":[{"$tuple":[]},null]}', "value 0"),
-        ('{"$object":"a:b","kind":"VALUE_SUBCLASS","state":[true,null]}', "not bool"),
+        ('{"$object":"a:b","kind":"VALUE_SUBCLASS","state":[true,null]}', "not a bool"),
         (
             '{"$object":"a:b","kind":"EXCEPTION","state":[{"$tuple":[]},null,1,null,false]}',
             "value 2",
@@ -602,7 +611,10 @@ class Local:
         (Local(), "has no JSON form"),
         (amber.Placeholder("a", "f", "GLOBAL", 1), "must be None"),
         (amber.Placeholder("a", "b", "REDUCE", ((), None, None)), "tuple of 4 values"),
-        (amber.Placeholder("a", "b", "REDUCE", ([], None, None, None)), "value 0 of a REDUCE"),
+        (
+            amber.Placeholder("a", "b", "REDUCE", ([], None, None, None)),
+            "REDUCE value 0 must be a tuple of arguments",
+        ),
         (amber.Placeholder("a", "b", "NOPE", None), "no OBJECT kind"),
     ],
 )

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from . import _classes
-from ._amber import DEFAULT_MAX_DEPTH
+from ._amber import DEFAULT_MAX_DEPTH, _value_rule
 from ._classes import Placeholder
 
 __all__ = ["JsonMappingError", "from_json", "iter_json", "to_json"]
@@ -61,25 +61,6 @@ MULTI_KINDS: Final = {
     "NEWOBJ_KW": 4,
 }
 OBJECT_KINDS: Final = FIELD_KINDS | SINGLE_KINDS | {"GLOBAL"} | frozenset(MULTI_KINDS)
-_CALLS: Final = ("REDUCE", "NEWOBJ", "REDUCE_KW", "NEWOBJ_KW")
-# The value rules of spec/format.md 5.17.3: (kind, value index) -> the classes the value may
-# have, as ``amber._classes.value_class`` names them.
-VALUE_RULES: Final[dict[tuple[str, int], frozenset[str]]] = {
-    ("MUTABLE_SUBCLASS", 0): frozenset(
-        "list dict set bytearray DEQUE ORDERED_DICT COUNTER DEFAULTDICT".split()
-    ),
-    ("VALUE_SUBCLASS", 0): frozenset(
-        "str bytes int float complex tuple frozenset DATE TIME DATETIME TIMEDELTA DECIMAL".split()
-    ),
-    **{(kind, 0): frozenset({"tuple"}) for kind in _CALLS},
-    **{(kind, 2): frozenset({"None", "list"}) for kind in _CALLS},
-    **{(kind, 3): frozenset({"None", "dict"}) for kind in _CALLS},
-    ("EXCEPTION", 0): frozenset({"tuple"}),
-    ("EXCEPTION", 1): frozenset({"None", "dict"}),
-    ("EXCEPTION", 2): frozenset({"None", "object"}),
-    ("EXCEPTION", 3): frozenset({"None", "object"}),
-    ("EXCEPTION", 4): frozenset({"bool"}),
-}
 # The objects a document may name without a Placeholder: the fixed tables of spec/format.md
 # 5.17.4, builtin exception classes (EXCEPTION and GLOBAL) and builtin types (GLOBAL only).
 BUILTIN_EXCEPTIONS: Final[dict[type, str]] = {
@@ -404,15 +385,9 @@ def _shared_objects(root: object, exceptions: dict[int, tuple[Any, ...]]) -> set
 
 
 def _check_value_rule(kind: str, index: int, value: Any) -> None:
-    """The value rules of spec/format.md 5.17.3, which a payload decoder applies too."""
-    allowed = VALUE_RULES.get((kind, index))
-    if allowed is not None:
-        found = _classes.value_class(value)
-        _want(
-            found in allowed,
-            f"value {index} of a {kind} object must be one of {', '.join(sorted(allowed))}, "
-            f"not {found}",
-        )
+    """The value rules of spec/format.md 5.17.3, the payload decoder's own (``_value_rule``)."""
+    problem = _value_rule(kind, index, value)
+    _want(problem is None, f"{problem}")
 
 
 class _Writer:

@@ -48,8 +48,6 @@ pub enum Callback {
     PartsFromFirst,
     /// `amber._classes.parts_finish(kind, obj, plan, values)`: gives an instance its values.
     PartsFinish,
-    /// `amber._classes.value_class(obj)`: what a decoded value is, by the spec's kind names.
-    ValueClass,
     /// `amber._dtypes.structured_dtype(text)`: a structured dtype from its JSON text.
     StructuredDtype,
     /// `amber._dtypes.structured_text(dtype)`: the JSON text of a structured dtype.
@@ -94,7 +92,7 @@ impl Home {
 
 impl Callback {
     /// Every callback.
-    pub const ALL: [Callback; 19] = [
+    pub const ALL: [Callback; 18] = [
         Callback::Encoders,
         Callback::Registry,
         Callback::EncodePlan,
@@ -110,7 +108,6 @@ impl Callback {
         Callback::PartsBegin,
         Callback::PartsFromFirst,
         Callback::PartsFinish,
-        Callback::ValueClass,
         Callback::StructuredDtype,
         Callback::StructuredText,
         Callback::ClockNow,
@@ -132,8 +129,7 @@ impl Callback {
             | Callback::BuiltinNamed
             | Callback::PartsBegin
             | Callback::PartsFromFirst
-            | Callback::PartsFinish
-            | Callback::ValueClass => Home::Classes,
+            | Callback::PartsFinish => Home::Classes,
             Callback::StructuredDtype | Callback::StructuredText => Home::Dtypes,
             Callback::ClockNow => Home::Clock,
         }
@@ -162,7 +158,6 @@ impl Callback {
             Callback::PartsBegin => "parts_begin",
             Callback::PartsFromFirst => "parts_from_first",
             Callback::PartsFinish => "parts_finish",
-            Callback::ValueClass => "value_class",
             Callback::StructuredDtype => "structured_dtype",
             Callback::StructuredText => "structured_text",
             Callback::ClockNow => "now",

@@ -255,6 +255,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace::trace, m)?)?;
     m.add_function(wrap_pyfunction!(dict_layout_known, m)?)?;
     m.add_function(wrap_pyfunction!(callbacks::callbacks, m)?)?;
+    m.add_function(wrap_pyfunction!(decode::value_rule, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(envelope_info, m)?)?;
     m.add_class::<reusable::Encoder>()?;

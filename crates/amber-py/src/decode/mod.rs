@@ -21,6 +21,7 @@ use crate::envelope::OpenConfig;
 use crate::object::PyObj;
 pub use classes::ClassOptions;
 use hash_guard::HashGuard;
+pub use parts::value_rule;
 
 /// Builds Python objects for one decode.
 pub struct PyBuilder<'py, 'o> {

@@ -7,37 +7,71 @@
 //! crate's, `object::check_value`), keeps the values of the instances being decoded on a
 //! stack (`PyBuilder::pending`: instances nest, and finish in the reverse order they start),
 //! and hands the building to `amber._classes`, which calls only the allowed class or
-//! callable and the builtin bases' own methods.
+//! callable and the builtin bases' own methods. A value's class is told by its exact type and
+//! the encoder's own table of library types (`encode::ext_code_of`), without calling Python.
 
 use amber_format::object::{check_value, ValueClass};
-use amber_format::{BuildError, ErrorKind, ExtCode, ObjectKind};
+use amber_format::{BuildError, ErrorKind, ObjectKind};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use super::classes::{owned, ShapePlan};
 use super::PyBuilder;
 use crate::callbacks::Callback;
-use crate::object::PyObj;
+use crate::encode::ext_code_of;
+use crate::object::{PyObj, Types};
 
-/// The value class named by `amber._classes.value_class`.
-fn value_class(name: &str) -> Option<ValueClass> {
-    Some(match name {
-        "None" => ValueClass::None,
-        "bool" => ValueClass::Bool,
-        "int" => ValueClass::Int,
-        "float" => ValueClass::Float,
-        "complex" => ValueClass::Complex,
-        "str" => ValueClass::Str,
-        "bytes" => ValueClass::Bytes,
-        "bytearray" => ValueClass::ByteArray,
-        "list" => ValueClass::List,
-        "tuple" => ValueClass::Tuple,
-        "dict" => ValueClass::Dict,
-        "set" => ValueClass::Set,
-        "frozenset" => ValueClass::FrozenSet,
-        "object" => ValueClass::Object,
-        ext => ValueClass::Ext(ExtCode::from_spec_name(ext)?),
-    })
+/// _value_rule(kind, index, value) -> str | None
+///
+/// Why `value` may not be value `index` of an OBJECT of the kind named `kind` (spec 5.17.3),
+/// or None when it may: the decoder's own rule, for the JSON reader and writer.
+#[pyfunction]
+#[pyo3(name = "_value_rule")]
+pub fn value_rule(kind: &str, index: usize, value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let kind = ObjectKind::from_spec_name(kind).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!("{kind:?} is not an object kind"))
+    })?;
+    // SAFETY: value is a live object; PyObj takes its own reference.
+    let held = unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(value.as_ptr())) };
+    Ok(check_value(kind, index, value_class(&held)).err())
+}
+
+/// What a decoded value is, as the value rules of the kinds look at it: its exact type (a
+/// subclass instance is an OBJECT on the wire), then the EXT code its library type has.
+fn value_class(value: &PyObj) -> ValueClass {
+    let ptr = value.as_ptr();
+    let t = Types::get();
+    // SAFETY: value is a live object we hold.
+    let ty = unsafe { pyo3_ffi::Py_TYPE(ptr) };
+    if ptr == t.none {
+        ValueClass::None
+    } else if ptr == t.true_ || ptr == t.false_ {
+        ValueClass::Bool
+    } else if ty == t.int {
+        ValueClass::Int
+    } else if ty == t.float {
+        ValueClass::Float
+    } else if ty == t.complex {
+        ValueClass::Complex
+    } else if ty == t.str {
+        ValueClass::Str
+    } else if ty == t.bytes {
+        ValueClass::Bytes
+    } else if ty == t.bytearray {
+        ValueClass::ByteArray
+    } else if ty == t.list {
+        ValueClass::List
+    } else if ty == t.tuple {
+        ValueClass::Tuple
+    } else if ty == t.dict {
+        ValueClass::Dict
+    } else if ty == t.set {
+        ValueClass::Set
+    } else if ty == t.frozenset {
+        ValueClass::FrozenSet
+    } else {
+        ext_code_of(ptr, ty).map_or(ValueClass::Object, ValueClass::Ext)
+    }
 }
 
 impl PyBuilder<'_, '_> {
@@ -71,21 +105,9 @@ impl PyBuilder<'_, '_> {
     }
 
     /// Checks value `index` of an instance of `kind` against the kind's value rules.
-    fn check_part(
-        &mut self,
-        kind: ObjectKind,
-        index: usize,
-        value: &PyObj,
-    ) -> Result<(), BuildError> {
-        let py = self.py;
-        // SAFETY: value is a live object we hold.
-        let bound = unsafe { Bound::from_borrowed_ptr(py, value.as_ptr()) };
-        let name = match Callback::ValueClass.call(py, (bound,)) {
-            Ok(name) => name.extract::<String>().unwrap_or_default(),
-            Err(e) => return Err(self.class_failure(e, "classifying a value")),
-        };
-        let class = value_class(&name).ok_or(BuildError::Host)?;
-        check_value(kind, index, class).map_err(|m| BuildError::Rejected(ErrorKind::BadState, m))
+    fn check_part(&self, kind: ObjectKind, index: usize, value: &PyObj) -> Result<(), BuildError> {
+        check_value(kind, index, value_class(value))
+            .map_err(|m| BuildError::Rejected(ErrorKind::BadState, m))
     }
 
     /// A placeholder for an instance of a kind built by its parts; its state is set when the

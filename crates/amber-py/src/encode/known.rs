@@ -280,6 +280,38 @@ fn classify(ty: *mut ffi::PyTypeObject) -> Option<Known> {
     is_loaded(slot, module, attr, ty).then_some(kind)
 }
 
+/// The EXT code the encoder writes `obj` as, when its exact type is a library type or it is
+/// one of the SINGLETON constants; what the decoder's value rules see (spec 5.17.3).
+pub(crate) fn ext_code_of(obj: *mut ffi::PyObject, ty: *mut ffi::PyTypeObject) -> Option<ExtCode> {
+    // SAFETY: comparing with the interpreter's two singletons.
+    if unsafe { obj == ffi::Py_Ellipsis() || obj == ffi::Py_NotImplemented() } {
+        return Some(ExtCode::Singleton);
+    }
+    if let Some(kind) = super::numpy::numpy_kind(ty) {
+        return Some(match kind {
+            super::numpy::NumpyKind::Array => ExtCode::NdArray,
+            super::numpy::NumpyKind::Scalar => ExtCode::NumpyScalar,
+        });
+    }
+    Some(match classify(ty)? {
+        Known::Composite(code) => code.code(),
+        Known::Blob(blob) => match blob {
+            BlobType::Date => ExtCode::Date,
+            BlobType::Time => ExtCode::Time,
+            BlobType::DateTime => ExtCode::DateTime,
+            BlobType::TimeDelta => ExtCode::TimeDelta,
+            BlobType::TzInfo => ExtCode::TzInfo,
+            BlobType::Decimal => ExtCode::Decimal,
+            BlobType::Uuid => ExtCode::Uuid,
+            BlobType::Array => ExtCode::Array,
+            BlobType::Path(_) => ExtCode::Path,
+            BlobType::IpAddress(_) => ExtCode::IpAddress,
+            BlobType::IpNetwork(_) => ExtCode::IpNetwork,
+            BlobType::IpInterface(_) => ExtCode::IpInterface,
+        },
+    })
+}
+
 /// A `tz` field read from a tzinfo, owning the strings it copied out of Python.
 enum TzText {
     Naive,

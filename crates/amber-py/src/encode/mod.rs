@@ -20,6 +20,7 @@ use pyo3::Python;
 use pyo3_ffi as ffi;
 
 pub use error::{EncodeFail, FailKind, Segment};
+pub(crate) use known::ext_code_of;
 use memo::Memo;
 pub use oob::OutOfBand;
 use sink::BytesSink;

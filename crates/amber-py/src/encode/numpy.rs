@@ -46,6 +46,44 @@ fn checked_dtype(text: &[u8]) -> Result<Dtype<'_>, EncodeFail> {
     Dtype::from_text(text).map_err(|e| refuse(format!("numpy dtype cannot be written: {e}")))
 }
 
+/// The numpy values amber writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NumpyKind {
+    /// An exact `numpy.ndarray` (NDARRAY).
+    Array,
+    /// One of numpy's own scalar types (NUMPY_SCALAR).
+    Scalar,
+}
+
+/// Which numpy value an exact type is, if any (never imports numpy: a numpy type exists only
+/// once numpy is loaded).
+pub(crate) fn numpy_kind(ty: *mut ffi::PyTypeObject) -> Option<NumpyKind> {
+    // SAFETY: ty is a live type object; tp_name is a NUL-terminated string it owns.
+    let name = unsafe { CStr::from_ptr((*ty).tp_name) }.to_bytes();
+    if !name.starts_with(b"numpy.") {
+        return None;
+    }
+    let ndarray = NDARRAY.loaded_attr(c"numpy", c"ndarray");
+    if ndarray.is_null() {
+        return None;
+    }
+    if ty == ndarray.cast() {
+        return Some(NumpyKind::Array);
+    }
+    let generic = GENERIC.loaded_attr(c"numpy", c"generic");
+    if generic.is_null() {
+        return None;
+    }
+    // numpy's own scalar types are static C types; a subclass made in Python is a heap
+    // type and not ours.
+    // SAFETY: ty and generic are live type objects.
+    let scalar = unsafe {
+        ffi::PyType_GetFlags(ty) & ffi::Py_TPFLAGS_HEAPTYPE == 0
+            && ffi::PyType_IsSubtype(ty, generic.cast()) != 0
+    };
+    scalar.then_some(NumpyKind::Scalar)
+}
+
 impl PyEncoder<'_> {
     /// Writes `obj` if it is an exact `numpy.ndarray` or a numpy scalar; `None` otherwise.
     pub(super) fn numpy_value(
@@ -53,30 +91,10 @@ impl PyEncoder<'_> {
         obj: *mut ffi::PyObject,
         ty: *mut ffi::PyTypeObject,
     ) -> Option<Result<(), EncodeFail>> {
-        // SAFETY: ty is a live type object; tp_name is a NUL-terminated string it owns.
-        let name = unsafe { CStr::from_ptr((*ty).tp_name) }.to_bytes();
-        if !name.starts_with(b"numpy.") {
-            return None;
+        match numpy_kind(ty)? {
+            NumpyKind::Array => Some(self.ndarray(obj)),
+            NumpyKind::Scalar => Some(self.numpy_scalar(obj)),
         }
-        let ndarray = NDARRAY.loaded_attr(c"numpy", c"ndarray");
-        if ndarray.is_null() {
-            return None;
-        }
-        if ty == ndarray.cast() {
-            return Some(self.ndarray(obj));
-        }
-        let generic = GENERIC.loaded_attr(c"numpy", c"generic");
-        if generic.is_null() {
-            return None;
-        }
-        // numpy's own scalar types are static C types; a subclass made in Python is a heap
-        // type and not ours.
-        // SAFETY: ty and generic are live type objects.
-        let scalar = unsafe {
-            ffi::PyType_GetFlags(ty) & ffi::Py_TPFLAGS_HEAPTYPE == 0
-                && ffi::PyType_IsSubtype(ty, generic.cast()) != 0
-        };
-        scalar.then(|| self.numpy_scalar(obj))
     }
 
     /// `obj.name` for an interned name, a new reference.
