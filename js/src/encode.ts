@@ -500,40 +500,13 @@ class Encoder {
     write();
   }
 
-  private builtAfter(v: object, useMemo: boolean, write: () => void): void {
-    const n = this.occurrence++;
-    const copy = this.supersede.has(n);
-    if (copy) {
-      this.enter();
-      this.byte(0x94);
-    }
-    const at = this.here;
-    if (this.active !== null) this.active.add(v);
-    write();
-    if (this.active !== null) this.active.delete(v);
-    if (copy) {
-      this.depth--;
-      const target = this.memo!.get(v);
-      if (target === undefined) this.fail("internal error: a SUPERSEDE copy without its real value");
-      this.writeRef(target);
-      return;
-    }
-    if (useMemo) {
-      if (this.memo!.has(v)) {
-        // A nested occurrence completed first: this one is a copy (found on the first pass).
-        this.copies.add(n);
-      } else {
-        this.memo!.set(v, at);
-      }
-    }
-  }
-
   /**
-   * An object made from its first value (spec 6.4 rule 5, 6.5): an occurrence numbered as
-   * the built-after ones are, memoized once its first value is complete, so that its other
-   * values may refer to it; a copy found on the first pass is wrapped in SUPERSEDE.
+   * A built-after value (spec 6.4 rule 5, 6.5): occurrences are numbered in the order they
+   * start, a copy found on the first pass is wrapped in SUPERSEDE, and the real one is memoized
+   * where the decoder records it: when complete, or, for an object made from its first value,
+   * when `write` calls `recorded` after that value.
    */
-  private fromFirst(v: object, useMemo: boolean, head: () => void, values: readonly unknown[]): void {
+  private builtAfter(v: object, useMemo: boolean, write: (recorded: () => void) => void): void {
     const n = this.occurrence++;
     const copy = this.supersede.has(n);
     if (copy) {
@@ -541,17 +514,18 @@ class Encoder {
       this.byte(0x94);
     }
     const at = this.here;
-    if (this.active !== null) this.active.add(v);
-    head();
-    this.enter();
-    this.items(values.slice(0, 1));
-    if (!copy && useMemo) {
+    let memoized = false;
+    const recorded = (): void => {
+      if (memoized || copy || !useMemo) return;
+      memoized = true;
+      // A nested occurrence completed first: this one is a copy (found on the first pass).
       if (this.memo!.has(v)) this.copies.add(n);
       else this.memo!.set(v, at);
-    }
-    this.items(values, 1);
-    this.depth--;
+    };
+    if (this.active !== null) this.active.add(v);
+    write(recorded);
     if (this.active !== null) this.active.delete(v);
+    recorded();
     if (copy) {
       this.depth--;
       const target = this.memo!.get(v);
@@ -570,7 +544,7 @@ class Encoder {
       case "after":
         return this.builtAfter(v, useMemo, () => this.objectValue(module, qualname, kind, fields, values));
       case "fromFirst":
-        return this.fromFirst(v, useMemo, () => this.objectHead(module, qualname, kind, fields), values);
+        return this.builtAfter(v, useMemo, (recorded) => this.objectValue(module, qualname, kind, fields, values, recorded));
     }
   }
 
@@ -811,10 +785,17 @@ class Encoder {
     this.composite(v instanceof Counter ? ExtCode.COUNTER : ExtCode.ORDERED_DICT, [fresh]);
   }
 
-  private objectValue(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[]): void {
+  /** An OBJECT and its values; `firstDone`, for a kind made from its first value, is called
+   * once that value is written. */
+  private objectValue(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[], firstDone?: () => void): void {
     this.objectHead(module, qualname, kind, fields);
     this.enter();
-    this.items(values);
+    if (firstDone === undefined) this.items(values);
+    else {
+      this.items(values.slice(0, 1));
+      firstDone();
+      this.items(values, 1);
+    }
     this.depth--;
   }
 
