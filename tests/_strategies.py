@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import struct
 from typing import Any
@@ -203,8 +204,12 @@ _END = object()
 
 @st.composite
 def graphs(draw, base=trees, max_ops: int = 8) -> Any:
-    """A tree from `base`, then random edits that share objects and create cycles."""
-    root = draw(base)
+    """A tree from `base`, then random edits that share objects and create cycles.
+
+    The edits work on copies of what is drawn: hypothesis may hand the same object to a later
+    test case (a constant of a strategy), and an edit made to it then would change what that
+    case draws (FlakyStrategyDefinition)."""
+    root = copy.deepcopy(draw(base))
     if type(root) not in (list, dict) and draw(st.booleans()):
         root = [root]
     nodes = reachable(root)
@@ -222,7 +227,7 @@ def graphs(draw, base=trees, max_ops: int = 8) -> Any:
             obj = tuple([target, *extra])
             nodes.append(obj)
         elif op == "new":
-            obj = draw(trees)
+            obj = copy.deepcopy(draw(trees))
             nodes.extend(reachable(obj))
         else:
             obj = draw(st.sampled_from(nodes))
