@@ -11,7 +11,7 @@ import gc
 import sys
 import sysconfig
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -151,13 +151,39 @@ def reachable(root: object, limit: int = 100_000) -> Iterator[object]:
             stack.extend(gc.get_referents(item))
 
 
+def hashes_an_allowed_instance(value: object, allowed: tuple[type, ...]) -> bool:
+    """Whether ``value`` holds an instance of an allowed class as a set element or dict key."""
+    for item in reachable(value):
+        if isinstance(item, (set, frozenset)):
+            held: Iterable[object] = item
+        elif isinstance(item, dict):
+            held = item.keys()
+        else:
+            continue
+        if any(isinstance(x, allowed) for x in held):
+            return True
+    return False
+
+
+def placeholders_of(p: Pattern, value: object, data: bytes) -> object | None:
+    """``loads(data, placeholders=True)``, or None for the one documented refusal: a
+    placeholder has no hash (its state may still change), so a payload that hashes an
+    instance of a refused class fails with ``unhashable`` (spec/json-mapping.md 9)."""
+    try:
+        return amber.loads(data, placeholders=True)
+    except amber.DecodeError as error:
+        allowed = tuple(t for t in p.types if isinstance(t, type))
+        if error.kind == "unhashable" and hashes_an_allowed_instance(value, allowed):
+            return None
+        pytest.fail(f"{label(p)}: loads(placeholders=True) raised {type(error).__name__}: {error}")
+
+
 @pytest.mark.parametrize("p", NEEDS_ALLOW_LIST, ids=ids(NEEDS_ALLOW_LIST))
 def test_placeholders_stand_for_the_refused_classes(p: Pattern):
-    _, data = encode(p)
-    try:
-        held = amber.loads(data, placeholders=True)
-    except amber.DecodeError as error:
-        pytest.fail(f"{label(p)}: loads(placeholders=True) raised {type(error).__name__}: {error}")
+    value, data = encode(p)
+    held = placeholders_of(p, value, data)
+    if held is None:
+        return
     allowed_ids = {id(t) for t in p.types}
     allowed_names = {(t.__module__, t.__qualname__) for t in p.types}
     placeholders = []
@@ -177,8 +203,10 @@ def test_placeholders_write_back_what_they_stand_for(p: Pattern, graph_diff):
     """``dumps`` writes a Placeholder of every kind as the OBJECT it stands for: its values
     as the kind has them (none for GLOBAL, each item of the state tuple for the kinds with
     several), so the payload reads back as the same graph."""
-    _, data = encode(p)
-    held = amber.loads(data, placeholders=True)
+    value, data = encode(p)
+    held = placeholders_of(p, value, data)
+    if held is None:
+        return
     again = amber.dumps(held)
     assert graph_diff(held, amber.loads(again, placeholders=True)) is None, label(p)
     real = amber.loads(again, types=p.types)

@@ -137,8 +137,8 @@ class Placeholder:
     state value (``__getstate__`` result, enum value, custom state) for STATE, ENUM and
     CUSTOM; None for a reference to a class or function (GLOBAL); and the tuple of the
     values, in order, for the kinds with several (subclasses of builtins, ``__reduce__``
-    results, exceptions). Placeholders compare by all four parts and hash by the class and
-    kind, so a set of them decodes.
+    results, exceptions). Placeholders compare by all four parts and are not hashable: a
+    payload that uses one as a dict key or set element fails with ``unhashable``.
     """
 
     __slots__ = ("kind", "module", "qualname", "state")
@@ -167,10 +167,9 @@ class Placeholder:
             other.state,
         )
 
-    def __hash__(self) -> int:
-        # What a placeholder can hash without its class: equal placeholders name the same
-        # class and kind, so they hash alike (a set of them decodes, if slowly when large).
-        return hash((self.module, self.qualname, self.kind))
+    # Equal by their parts, whose state fills in after a create-first placeholder is made and
+    # may change: a hash would not stay true to that equality, so placeholders have none.
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _dotted(cls: type) -> str:
