@@ -106,7 +106,8 @@ class CustomType(Generic[T]):
     caller registered for the decode.
     """
 
-    __slots__ = ("cls", "decode", "encode")
+    # __weakref__: the registry cache of `types=`/`custom=` lists holds its entries weakly.
+    __slots__ = ("__weakref__", "cls", "decode", "encode")
 
     cls: type[T]
     encode: Callable[[T], Any]

@@ -50,7 +50,10 @@ pub(crate) fn dumps_with(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
-    (custom, allowed): (Option<&Py<PyAny>>, Option<&Py<PyAny>>),
+    (custom, allowed): (
+        Option<&Py<PyAny>>,
+        Option<&std::sync::Arc<crate::registry::Names>>,
+    ),
     buffer_callback: Option<&Py<PyAny>>,
     seal: &SealConfig,
 ) -> PyResult<Py<PyBytes>> {
@@ -62,7 +65,7 @@ pub(crate) fn dumps_with(
     };
     let classes = encode::ClassTables {
         custom: held(custom),
-        allowed: held(allowed),
+        allowed: allowed.cloned(),
     };
     let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());
     // Kept for a second walk should the callback fail (see `buffer_callback_error`).

@@ -16,6 +16,7 @@ mod fastcall;
 mod object;
 mod options;
 mod pylong;
+mod registry;
 mod reusable;
 mod stream;
 mod trace;

@@ -10,7 +10,8 @@ use pyo3_ffi as ffi;
 
 use crate::callbacks::Callback;
 use crate::envelope::{OpenConfig, SealConfig};
-use crate::{decode, encode, object};
+use crate::{decode, encode, object, registry};
+use std::sync::Arc;
 
 /// An int option: a TypeError for a non-int, a ValueError (not OverflowError) for any int
 /// outside `range`.
@@ -73,25 +74,24 @@ fn custom_encoders(
 pub(crate) fn no_classes(py: Python<'_>) -> &'static decode::ClassOptions {
     static NONE: pyo3::sync::PyOnceLock<decode::ClassOptions> = pyo3::sync::PyOnceLock::new();
     NONE.get_or_init(py, || decode::ClassOptions {
-        allowed: pyo3::types::PyDict::new(py).into_any().unbind(),
-        decoders: pyo3::types::PyDict::new(py).into_any().unbind(),
+        allowed: registry::Allowed::none(),
         unknown_error: false,
         placeholders: false,
     })
 }
 
-/// `types=` of an encode: the registry `amber._classes.registry` makes of it (the same keys a
-/// decoder compares), or None when absent.
+/// `types=` of an encode: the names a decoder given the same list would allow, or None when
+/// absent.
 fn allowed_for_encoding(
     py: Python<'_>,
     types: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<Py<PyAny>>> {
+) -> PyResult<Option<Arc<registry::Names>>> {
     let Some(types) = types.filter(|t| !t.is_none()) else {
         return Ok(None);
     };
-    let registry = Callback::Registry.call(py, (types, py.None()))?;
-    let (allowed, _): (Py<PyAny>, Py<PyAny>) = registry.extract()?;
-    Ok(Some(allowed))
+    Ok(Some(Arc::clone(
+        registry::allowed(py, Some(types), None)?.names(),
+    )))
 }
 
 /// The class options of a decode, validated.
@@ -112,28 +112,14 @@ pub(crate) fn class_options(
         }
     };
     let absent = |v: Option<&Bound<'_, PyAny>>| v.map_or(true, |v| v.is_none());
-    if absent(types) && absent(custom) {
-        // The common call: no classes allowed. Skip building the registry in Python.
-        let none = no_classes(py);
-        return Ok(decode::ClassOptions {
-            allowed: none.allowed.clone_ref(py),
-            decoders: none.decoders.clone_ref(py),
-            unknown_error,
-            placeholders,
-        });
-    }
-    let none = py.None();
-    let registry = Callback::Registry.call(
-        py,
-        (
-            types.map_or_else(|| none.bind(py).clone(), Bound::clone),
-            custom.map_or_else(|| none.bind(py).clone(), Bound::clone),
-        ),
-    )?;
-    let (allowed, decoders): (Py<PyAny>, Py<PyAny>) = registry.extract()?;
+    let allowed = if absent(types) && absent(custom) {
+        // The common call: no classes allowed.
+        no_classes(py).allowed.share_none()
+    } else {
+        registry::allowed(py, types, custom)?
+    };
     Ok(decode::ClassOptions {
         allowed,
-        decoders,
         unknown_error,
         placeholders,
     })
@@ -195,7 +181,7 @@ pub(crate) struct EncodeConfig {
     pub custom: Option<Py<PyAny>>,
     /// `types=`: the allow-list the encoder holds every shape to (see `encode::ClassTables`),
     /// or None for no check.
-    pub allowed: Option<Py<PyAny>>,
+    pub allowed: Option<Arc<registry::Names>>,
     pub buffer_callback: Option<Py<PyAny>>,
     pub seal: SealConfig,
 }

@@ -22,10 +22,9 @@ use crate::weak_class::refers_to;
 
 /// What the caller allows a decode to build.
 pub struct ClassOptions {
-    /// `"module:qualname"` -> class.
-    pub allowed: Py<PyAny>,
-    /// `"module:qualname"` -> custom decode function.
-    pub decoders: Py<PyAny>,
+    /// The allowed classes and functions, and the custom decode functions, by
+    /// `"module:qualname"`.
+    pub allowed: crate::registry::Allowed,
     /// Refuse payload fields the local class does not declare.
     pub unknown_error: bool,
     /// Build `amber.Placeholder` objects for classes not allowed, instead of failing.
@@ -284,11 +283,6 @@ impl PyBuilder<'_, '_> {
         }
     }
 
-    fn lookup(&self, table: &Py<PyAny>, key: &str) -> Option<Bound<'_, PyAny>> {
-        let dict = table.bind(self.py).cast::<PyDict>().ok()?;
-        dict.get_item(key).ok().flatten()
-    }
-
     pub(super) fn class_define_shape(
         &mut self,
         index: usize,
@@ -297,9 +291,15 @@ impl PyBuilder<'_, '_> {
         debug_assert_eq!(index, self.shapes.len());
         let key = format!("{}:{}", shape.module, shape.qualname);
         let mut found = if shape.kind == ObjectKind::Custom {
-            self.lookup(&self.classes.decoders, &key).map(|f| owned(&f))
+            self.classes
+                .allowed
+                .decoder(&key)
+                .map(|f| owned(f.bind(self.py)))
         } else {
-            self.lookup(&self.classes.allowed, &key).map(|c| owned(&c))
+            self.classes
+                .allowed
+                .class(&key)
+                .map(|c| owned(c.bind(self.py)))
         };
         if found.is_none() && shape.module == "builtins" {
             found = self.builtin_named(&key, shape.kind)?;

@@ -667,14 +667,7 @@ impl PyEncoder<'_> {
         }
         let py = self.py;
         let key = format!("{module}:{qualname}");
-        // SAFETY: allowed is a live dict the encode holds.
-        let table = unsafe { Bound::from_borrowed_ptr(py, allowed.as_ptr()) };
-        let listed = table
-            .cast::<pyo3::types::PyDict>()
-            .map_err(|e| EncodeFail::new(FailKind::Python(e.into())))?
-            .get_item(&key)
-            .map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
-        if listed.is_some() {
+        if allowed.allows(&key) {
             return Ok(());
         }
         if module == "builtins" {

@@ -28,12 +28,12 @@ use sink::BytesSink;
 use crate::object::{PyObj, Types};
 
 /// The caller's class tables of one encode: `custom=` encode functions by exact type, and
-/// the allow-list of `types=` (`"module:qualname"` keys, as `amber._classes.registry` makes
-/// it), which refuses every shape a decoder given the same list would refuse.
+/// the names `types=` allows (`crate::registry`), which refuse every shape a decoder given
+/// the same list would refuse.
 #[derive(Clone, Default)]
 pub struct ClassTables {
     pub custom: Option<PyObj>,
-    pub allowed: Option<PyObj>,
+    pub allowed: Option<std::sync::Arc<crate::registry::Names>>,
 }
 
 /// Encoder options, validated by the caller.

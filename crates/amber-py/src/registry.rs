@@ -1,0 +1,419 @@
+//! What one call allows (`types=` and `custom=`), by `"module:qualname"`, and a cache that
+//! spares a call the rebuilding of a list it has seen before.
+//!
+//! Why the cache: `amber._classes.registry` checks each entry and makes its key in Python,
+//! about a microsecond for a one-class list, which is more than decoding a job message
+//! takes. Services pass the same list on every call (`loads(b, types=TASK_TYPES)`), so the
+//! names made for the last few lists are kept, and a call whose list holds the very same
+//! objects in the same order reuses them: a few pointer comparisons instead of a Python call.
+//!
+//! What it holds: names and weak references only. Classes made at run time must be able to
+//! die (tests/test_caches.py), so no cache entry keeps one alive; each call takes its own
+//! strong references, from the caller's list, for as long as it runs. An entry matches only
+//! when every item of the list is a live referent of its weak references (CPython clears
+//! those before an object is freed, so a new object at a dead one's address never matches),
+//! so a hit gives what `registry` would give for those objects, except for a class whose
+//! `__module__` or `__qualname__` was assigned after the list was first seen: it keeps the
+//! name it had then, as the encoder's plan cache does.
+//!
+//! What is cached: `types` and `custom` given as a list or tuple (or None), whose items are
+//! weakly referenceable (classes, functions, `CustomType`) or `("module:qualname", obj)`
+//! aliases of such objects. Any other argument, a mapping included, goes to `registry` on
+//! every call, as before.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3_ffi as ffi;
+use rustc_hash::FxHashMap;
+
+use crate::callbacks::Callback;
+use crate::weak_class::refers_to;
+
+/// How many lists are remembered; services use one or a few.
+const CACHE_ENTRIES: usize = 8;
+
+/// The names one `types`/`custom` pair allows, with where each object comes from in the
+/// caller's arguments.
+#[derive(Default)]
+pub struct Names {
+    /// `"module:qualname"` -> index into the call's objects: the allowed classes and
+    /// functions.
+    classes: FxHashMap<Box<str>, u32>,
+    /// `"module:qualname"` -> index into the call's objects: the custom decode functions.
+    decoders: FxHashMap<Box<str>, u32>,
+    /// For each of the call's objects, the item of `types` or `custom` it is taken from.
+    sources: Box<[Source]>,
+}
+
+impl Names {
+    /// Whether `key` names an allowed class or function.
+    pub fn allows(&self, key: &str) -> bool {
+        self.classes.contains_key(key)
+    }
+}
+
+/// Where one allowed object is in the caller's arguments.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Item `i` of `types`, a class or function.
+    Type(u32),
+    /// The object of item `i` of `types`, a `(name, obj)` alias.
+    Alias(u32),
+    /// The `decode` function of item `i` of `custom`, a `CustomType`.
+    Decoder(u32),
+}
+
+/// The classes, functions and custom decoders of one call, each held for the call.
+pub struct Allowed {
+    names: Arc<Names>,
+    objects: Box<[Py<PyAny>]>,
+}
+
+impl Allowed {
+    /// Allows nothing.
+    pub fn none() -> Allowed {
+        Allowed {
+            names: Arc::new(Names::default()),
+            objects: Box::new([]),
+        }
+    }
+
+    /// Another `Allowed` that allows nothing, sharing this one's (empty) names: no
+    /// allocation.
+    pub fn share_none(&self) -> Allowed {
+        debug_assert!(self.objects.is_empty());
+        Allowed {
+            names: Arc::clone(&self.names),
+            objects: Box::new([]),
+        }
+    }
+
+    /// The allowed class or function named `key`.
+    pub fn class(&self, key: &str) -> Option<&Py<PyAny>> {
+        let index = *self.names.classes.get(key)?;
+        self.objects.get(index as usize)
+    }
+
+    /// The custom decode function for the class named `key`.
+    pub fn decoder(&self, key: &str) -> Option<&Py<PyAny>> {
+        let index = *self.names.decoders.get(key)?;
+        self.objects.get(index as usize)
+    }
+
+    /// The names alone, for an encoder's check (it builds nothing).
+    pub fn names(&self) -> &Arc<Names> {
+        &self.names
+    }
+}
+
+/// What `types` and `custom` allow: from the cache when they hold the same objects as a
+/// list seen before, else from `amber._classes.registry` (which raises for a bad entry).
+pub fn allowed(
+    py: Python<'_>,
+    types: Option<&Bound<'_, PyAny>>,
+    custom: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Allowed> {
+    let types = types.filter(|t| !t.is_none());
+    let custom = custom.filter(|c| !c.is_none());
+    let key = CallKey::of(types, custom);
+    if let Some(key) = &key {
+        if let Some(names) = cached(key) {
+            if let Some(objects) = key.objects(py, &names) {
+                return Ok(Allowed { names, objects });
+            }
+        }
+    }
+    // Taken before `registry` runs: it may run code (a metaclass's `__qualname__`) that
+    // changes the lists, and an entry is kept only if they still hold these objects after.
+    let snapshot = key.as_ref().and_then(|key| key.snapshot(py));
+    let none = py.None();
+    let registry = Callback::Registry.call(
+        py,
+        (
+            types.map_or_else(|| none.bind(py).clone(), Bound::clone),
+            custom.map_or_else(|| none.bind(py).clone(), Bound::clone),
+        ),
+    )?;
+    let (classes, decoders): (Bound<'_, PyDict>, Bound<'_, PyDict>) = registry.extract()?;
+    let mut names = Names::default();
+    let mut objects = Vec::with_capacity(classes.len() + decoders.len());
+    for (table, into) in [
+        (&classes, &mut names.classes),
+        (&decoders, &mut names.decoders),
+    ] {
+        for (name, object) in table.iter() {
+            let name: String = name.extract()?;
+            into.insert(name.into_boxed_str(), objects.len() as u32);
+            objects.push(object.unbind());
+        }
+    }
+    let decoders_from = names.classes.len();
+    let sources = key
+        .as_ref()
+        .and_then(|key| key.sources(py, &objects, decoders_from));
+    let cacheable = sources.is_some();
+    names.sources = sources.unwrap_or_default();
+    let names = Arc::new(names);
+    if let (Some(key), Some((types, custom)), true) = (key, snapshot, cacheable) {
+        let entry = Entry {
+            types,
+            custom,
+            names: Arc::clone(&names),
+        };
+        if key.matches(&entry) {
+            remember(entry);
+        }
+    }
+    Ok(Allowed {
+        names,
+        objects: objects.into_boxed_slice(),
+    })
+}
+
+/// A list or tuple argument, read by index without copying.
+#[derive(Clone, Copy)]
+struct Seq {
+    object: *mut ffi::PyObject,
+    is_list: bool,
+    len: usize,
+}
+
+impl Seq {
+    /// `arg` as a sequence the cache can key on: None (given as an empty sequence) or an
+    /// exact list or tuple.
+    fn of(arg: Option<&Bound<'_, PyAny>>) -> Option<Seq> {
+        let Some(arg) = arg else {
+            return Some(Seq {
+                object: std::ptr::null_mut(),
+                is_list: false,
+                len: 0,
+            });
+        };
+        let object = arg.as_ptr();
+        // SAFETY: exact type checks and sizes of a live object.
+        unsafe {
+            if ffi::PyList_CheckExact(object) != 0 {
+                Some(Seq {
+                    object,
+                    is_list: true,
+                    len: ffi::PyList_GET_SIZE(object) as usize,
+                })
+            } else if ffi::PyTuple_CheckExact(object) != 0 {
+                Some(Seq {
+                    object,
+                    is_list: false,
+                    len: ffi::PyTuple_GET_SIZE(object) as usize,
+                })
+            } else {
+                None
+            }
+        }
+    }
+
+    /// Item `i`, borrowed; None past the end. The size is read again each time: getting a
+    /// `CustomType`'s `decode` may run code (a subclass's property) that changes the list.
+    fn get(&self, i: usize) -> Option<*mut ffi::PyObject> {
+        // SAFETY: reads of a live list or tuple, within the size read just before (a list's
+        // items are not freed while it holds them, and nothing runs in between).
+        unsafe {
+            if self.is_list {
+                (i < ffi::PyList_GET_SIZE(self.object) as usize)
+                    .then(|| ffi::PyList_GET_ITEM(self.object, i as ffi::Py_ssize_t))
+            } else {
+                (i < self.len).then(|| ffi::PyTuple_GET_ITEM(self.object, i as ffi::Py_ssize_t))
+            }
+        }
+    }
+}
+
+/// A `("module:qualname", obj)` alias: its name and object, borrowed.
+fn alias_parts(item: *mut ffi::PyObject) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+    // SAFETY: exact type checks and reads of a live tuple's items.
+    unsafe {
+        if ffi::PyTuple_CheckExact(item) == 0 || ffi::PyTuple_GET_SIZE(item) != 2 {
+            return None;
+        }
+        let name = ffi::PyTuple_GET_ITEM(item, 0);
+        (ffi::PyUnicode_CheckExact(name) != 0).then(|| (name, ffi::PyTuple_GET_ITEM(item, 1)))
+    }
+}
+
+/// The arguments of one call, as the cache compares them.
+struct CallKey {
+    types: Seq,
+    custom: Seq,
+}
+
+impl CallKey {
+    fn of(types: Option<&Bound<'_, PyAny>>, custom: Option<&Bound<'_, PyAny>>) -> Option<CallKey> {
+        Some(CallKey {
+            types: Seq::of(types)?,
+            custom: Seq::of(custom)?,
+        })
+    }
+
+    /// Whether `entry` was made for these very objects.
+    fn matches(&self, entry: &Entry) -> bool {
+        if entry.types.len() != self.types.len || entry.custom.len() != self.custom.len {
+            return false;
+        }
+        let types_match = entry.types.iter().enumerate().all(|(i, seen)| {
+            let Some(item) = self.types.get(i) else {
+                return false;
+            };
+            match seen {
+                Seen::Object(weak) => refers_to(weak, item),
+                Seen::Alias(name, weak) => alias_parts(item).is_some_and(|(n, object)| {
+                    // SAFETY: both are live exact str objects; comparing them runs no code.
+                    let same_name = n == name.as_ptr()
+                        || unsafe { ffi::PyUnicode_Compare(n, name.as_ptr()) } == 0;
+                    same_name && refers_to(weak, object)
+                }),
+            }
+        });
+        types_match
+            && entry
+                .custom
+                .iter()
+                .enumerate()
+                .all(|(i, weak)| self.custom.get(i).is_some_and(|item| refers_to(weak, item)))
+    }
+
+    /// The objects `names` lists, taken from these arguments; None if one cannot be read
+    /// (a `CustomType` without its `decode`, which its class does not allow).
+    fn objects(&self, py: Python<'_>, names: &Names) -> Option<Box<[Py<PyAny>]>> {
+        let mut objects = Vec::with_capacity(names.sources.len());
+        for source in names.sources.iter() {
+            let object = match *source {
+                Source::Type(i) => self.types.get(i as usize)?,
+                Source::Alias(i) => alias_parts(self.types.get(i as usize)?)?.1,
+                Source::Decoder(i) => {
+                    // SAFETY: a live item of the caller's `custom`.
+                    let entry =
+                        unsafe { Bound::from_borrowed_ptr(py, self.custom.get(i as usize)?) };
+                    objects.push(entry.getattr("decode").ok()?.unbind());
+                    continue;
+                }
+            };
+            // SAFETY: object is a live item (or alias object) of the caller's arguments.
+            objects.push(unsafe { Bound::from_borrowed_ptr(py, object) }.unbind());
+        }
+        Some(objects.into_boxed_slice())
+    }
+
+    /// Where each of `objects` (the registry's classes, then from `decoders_from` on its
+    /// decoders) is in these arguments, found by identity; None if one is not found there.
+    fn sources(
+        &self,
+        py: Python<'_>,
+        objects: &[Py<PyAny>],
+        decoders_from: usize,
+    ) -> Option<Box<[Source]>> {
+        objects
+            .iter()
+            .enumerate()
+            .map(|(at, object)| {
+                let object = object.as_ptr();
+                if at < decoders_from {
+                    (0..self.types.len).rev().find_map(|i| {
+                        let item = self.types.get(i)?;
+                        if item == object {
+                            Some(Source::Type(i as u32))
+                        } else if alias_parts(item).is_some_and(|(_, o)| o == object) {
+                            Some(Source::Alias(i as u32))
+                        } else {
+                            None
+                        }
+                    })
+                } else {
+                    (0..self.custom.len).rev().find_map(|i| {
+                        // SAFETY: a live item of the caller's `custom`.
+                        let entry = unsafe { Bound::from_borrowed_ptr(py, self.custom.get(i)?) };
+                        let decode = entry.getattr("decode").ok()?;
+                        (decode.as_ptr() == object).then_some(Source::Decoder(i as u32))
+                    })
+                }
+            })
+            .collect()
+    }
+
+    /// What a cache entry for these arguments compares, or None if one of their objects
+    /// cannot be weakly referenced.
+    fn snapshot(&self, py: Python<'_>) -> Option<Snapshot> {
+        let types = (0..self.types.len)
+            .map(|i| {
+                let item = self.types.get(i)?;
+                match alias_parts(item) {
+                    Some((name, object)) => Some(Seen::Alias(
+                        // SAFETY: name is a live str of the caller's alias.
+                        unsafe { Bound::from_borrowed_ptr(py, name) }.unbind(),
+                        weak(py, object)?,
+                    )),
+                    None => Some(Seen::Object(weak(py, item)?)),
+                }
+            })
+            .collect::<Option<Box<[Seen]>>>()?;
+        let custom = (0..self.custom.len)
+            .map(|i| weak(py, self.custom.get(i)?))
+            .collect::<Option<Box<[Py<PyAny>]>>>()?;
+        Some((types, custom))
+    }
+}
+
+/// A weak reference to `object`, or None if it takes none.
+fn weak(py: Python<'_>, object: *mut ffi::PyObject) -> Option<Py<PyAny>> {
+    // SAFETY: object is live; the call returns a new reference, or NULL with a TypeError for
+    // an object without weak reference support, which is cleared: it is simply not cached.
+    unsafe {
+        let weak = ffi::PyWeakref_NewRef(object, std::ptr::null_mut());
+        if weak.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(Bound::from_owned_ptr(py, weak).unbind())
+    }
+}
+
+/// The items of a `types` and a `custom`, as an entry remembers them.
+type Snapshot = (Box<[Seen]>, Box<[Py<PyAny>]>);
+
+/// One item of a remembered `types`.
+enum Seen {
+    Object(Py<PyAny>),
+    Alias(Py<PyAny>, Py<PyAny>),
+}
+
+/// One remembered `types`/`custom` pair and its names.
+struct Entry {
+    types: Box<[Seen]>,
+    custom: Box<[Py<PyAny>]>,
+    names: Arc<Names>,
+}
+
+fn cache() -> &'static Mutex<Vec<Entry>> {
+    static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+    &CACHE
+}
+
+/// The names remembered for `key`'s objects; the entry moves to the front.
+fn cached(key: &CallKey) -> Option<Arc<Names>> {
+    let mut entries = cache().lock().ok()?;
+    let at = entries.iter().position(|entry| key.matches(entry))?;
+    entries[..=at].rotate_right(1);
+    Some(Arc::clone(&entries[0].names))
+}
+
+/// Remembers `entry` first, forgetting the least recently used beyond [`CACHE_ENTRIES`].
+fn remember(entry: Entry) {
+    // Dropped after the lock is released: dropping a reference may run Python code (a weak
+    // reference's callback, a str's deallocation does not, but nothing here needs to know).
+    let mut forgotten = Vec::new();
+    if let Ok(mut entries) = cache().lock() {
+        entries.insert(0, entry);
+        let keep = CACHE_ENTRIES.min(entries.len());
+        forgotten.extend(entries.drain(keep..));
+    }
+    drop(forgotten);
+}

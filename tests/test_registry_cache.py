@@ -1,0 +1,138 @@
+"""`types=` and `custom=` lists are remembered between calls, and a remembered list never
+answers for a different one.
+
+amber keeps the names it made for the last few lists (crates/amber-py/src/registry.rs), so
+that a service passing the same list on every call does not rebuild them. Each test here
+changes what a list holds, or what a name refers to, between two calls and checks that the
+second call sees the change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import weakref
+from typing import Any
+
+import amber
+import pytest
+
+
+def _dataclass(name: str, field: str = "a") -> Any:
+    return dataclasses.make_dataclass(name, [(field, int)])
+
+
+def test_a_list_emptied_between_calls_allows_nothing() -> None:
+    cls = _dataclass("Emptied")
+    data = amber.dumps(cls(1))
+    allowed = [cls]
+    assert amber.loads(data, types=allowed) == cls(1)
+    allowed.clear()
+    with pytest.raises(amber.ClassNotAllowedError):
+        amber.loads(data, types=allowed)
+    with pytest.raises(amber.EncodeError, match="not in types"):
+        amber.dumps(cls(1), types=allowed)
+
+
+def test_a_list_whose_item_is_replaced_allows_the_new_item() -> None:
+    first, second = _dataclass("Replaced"), _dataclass("Replaced", "a")
+    data = amber.dumps(first(3))
+    allowed = [first]
+    assert type(amber.loads(data, types=allowed)) is first
+    allowed[0] = second
+    assert type(amber.loads(data, types=allowed)) is second
+
+
+def test_a_new_list_with_the_same_classes_in_another_order_keeps_the_later_one() -> None:
+    # Two classes with one name: the later entry wins, in any list.
+    first, second = _dataclass("Twin"), _dataclass("Twin")
+    data = amber.dumps(first(5))
+    assert type(amber.loads(data, types=[first, second])) is second
+    assert type(amber.loads(data, types=[second, first])) is first
+    assert type(amber.loads(data, types=(first, second))) is second
+
+
+def test_an_alias_renamed_between_calls_takes_the_new_name() -> None:
+    cls = _dataclass("Aliased")
+    data = amber.dumps(cls(2))
+    moved = data.replace(b"Aliased", b"Renamed")
+    module = cls.__module__
+    allowed: list[Any] = [(f"{module}:Aliased", cls)]
+    assert amber.loads(data, types=allowed) == cls(2)
+    allowed[0] = (f"{module}:Renamed", cls)
+    assert amber.loads(moved, types=allowed) == cls(2)
+    with pytest.raises(amber.ClassNotAllowedError):
+        amber.loads(data, types=allowed)
+
+
+def test_a_custom_type_replaced_between_calls_decodes_with_the_new_function() -> None:
+    cls = _dataclass("Customised")
+    data = amber.dumps(cls(4), custom=[amber.CustomType(cls, lambda o: o.a, lambda s: cls(s))])
+    custom = [amber.CustomType(cls, lambda o: o.a, lambda s: cls(s + 1))]
+    assert amber.loads(data, custom=custom) == cls(5)
+    custom[0] = amber.CustomType(cls, lambda o: o.a, lambda s: cls(s + 100))
+    assert amber.loads(data, custom=custom) == cls(104)
+
+
+def test_more_lists_than_the_cache_holds_are_each_answered_for_themselves() -> None:
+    classes = [_dataclass(f"Many{i}") for i in range(20)]
+    payloads = [amber.dumps(cls(i)) for i, cls in enumerate(classes)]
+    for _ in range(3):
+        for i, cls in enumerate(classes):
+            assert type(amber.loads(payloads[i], types=[cls])) is cls
+            other = classes[(i + 1) % len(classes)]
+            with pytest.raises(amber.ClassNotAllowedError):
+                amber.loads(payloads[i], types=[other])
+
+
+def test_entries_that_are_not_weakly_referenceable_are_still_allowed() -> None:
+    """A callable instance without __weakref__ cannot be remembered; it works all the same."""
+
+    class Factory:
+        __slots__ = ()
+
+        def __call__(self, *args: Any) -> Any:
+            return dict(args)
+
+    cls = _dataclass("ByFactory")
+    data = amber.dumps(cls(9))
+    alias = (f"{cls.__module__}:ByFactory", cls)
+    assert amber.loads(data, types=[alias, ("x:y", Factory())]) == cls(9)
+    assert amber.loads(data, types=[alias, ("x:y", Factory())]) == cls(9)
+
+
+def test_a_mapping_is_read_on_every_call() -> None:
+    cls = _dataclass("Mapped")
+    data = amber.dumps(cls(6))
+    allowed = {f"{cls.__module__}:Mapped": cls}
+    assert amber.loads(data, types=allowed) == cls(6)
+    allowed.clear()
+    with pytest.raises(amber.ClassNotAllowedError):
+        amber.loads(data, types=allowed)
+
+
+def test_bad_entries_fail_on_every_call() -> None:
+    for _ in range(2):
+        with pytest.raises(TypeError, match="types entries must be classes"):
+            amber.loads(amber.dumps(1), types=[42])
+        with pytest.raises(TypeError, match=r"custom entries must be amber\.CustomType"):
+            amber.loads(amber.dumps(1), custom=[42])
+
+
+def test_remembered_lists_hold_no_class_or_function_alive() -> None:
+    cls = _dataclass("Forgotten")
+    custom_cls = _dataclass("ForgottenCustom")
+
+    def decode(state: Any) -> Any:
+        return ("decoded", state)
+
+    custom = amber.CustomType(custom_cls, lambda o: o.a, decode)
+    data = amber.dumps([cls(1), custom_cls(2)], custom=[custom])
+    for _ in range(3):
+        back = amber.loads(data, types=[(f"{cls.__module__}:Forgotten", cls)], custom=[custom])
+        assert back == [cls(1), ("decoded", 2)]
+        amber.dumps(cls(1), types=[cls])
+    refs = [weakref.ref(cls), weakref.ref(custom_cls), weakref.ref(decode), weakref.ref(custom)]
+    del cls, custom_cls, decode, custom, back
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * 4
