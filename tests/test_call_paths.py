@@ -301,6 +301,57 @@ def test_errors_on_the_short_path_are_the_usual_exceptions():
     assert amber.loads(amber.dumps({"k": "v"})) == {"k": "v"}
 
 
+def test_keyword_calls_are_matched_for_every_option_of_the_signature():
+    # The keyword path matches names against its own tables: a name missing there would
+    # still work, through the full function, but slowly. Hold the tables to the signatures.
+    for function, table in (
+        (amber.dumps, amber._amber._DUMPS_KEYWORDS),
+        (amber.loads, amber._amber._LOADS_KEYWORDS),
+    ):
+        keyword_only = [
+            name
+            for name, p in inspect.signature(function).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY
+        ]
+        assert list(table) == keyword_only
+
+
+def test_keyword_calls_agree_with_the_full_path(graph_diff):
+    obj = {"b": [1, 2.5, "s"], "a": (1,), "c": {3, 1, 2}}
+    # A name made at run time is not interned: the full function takes that call.
+    canonical = "".join(["canon", "ical"])
+    assert amber.dumps(obj, canonical=True) == amber.dumps(obj, **{canonical: True})
+    assert amber.dumps(obj, canonical=True, sort_keys=True) != amber.dumps(obj, canonical=True)
+    assert amber.dumps(obj, refs=False, canonical=False) == amber.dumps(obj, refs=False)
+    data = amber.dumps(obj)
+    for options in ({"max_depth": 5}, {"unknown_fields": "error"}, {"placeholders": True}):
+        assert graph_diff(obj, amber.loads(data, **options)) is None
+
+    class Text(str):
+        pass
+
+    assert graph_diff(obj, amber.loads(data, unknown_fields=Text("ignore"))) is None
+    with pytest.raises(ValueError, match="unknown_fields must be"):
+        amber.loads(data, unknown_fields="nope")
+    with pytest.raises(amber.DecodeLimitError):
+        amber.loads(amber.dumps([[[1]]]), max_depth=2)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: amber.dumps(1, refs=1),
+        lambda: amber.dumps(1, canonical="yes"),
+        lambda: amber.loads(amber.dumps(1), placeholders=0),
+        lambda: amber.loads(amber.dumps(1), unknown_fields=b"ignore"),
+        lambda: amber.loads(amber.dumps(1), b"", max_depth=3),
+    ],
+)
+def test_keyword_calls_the_fast_path_leaves_get_the_full_functions_errors(call):
+    with pytest.raises(TypeError):
+        call()
+
+
 def test_short_path_functions_keep_their_signature_and_docs():
     for function, first in ((amber.dumps, "obj"), (amber.loads, "data")):
         parameters = inspect.signature(function).parameters
@@ -320,14 +371,21 @@ def rss_kib():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
 
+class Job:
+    pass
+
 payload = amber.dumps({"id": 1, "name": "x", "tags": ["a", "b"]})
 for _ in range(20_000):
     amber.loads(payload)
     amber.dumps({"id": 1})
+    amber.loads(payload, types=[Job], max_depth=50)
+    amber.dumps({"id": 1}, canonical=True, types=[Job])
 before = rss_kib()
-for _ in range(400_000):
+for _ in range(200_000):
     amber.loads(payload)
     amber.dumps({"id": 1})
+    amber.loads(payload, types=[Job], max_depth=50)
+    amber.dumps({"id": 1}, canonical=True, types=[Job])
 print(json.dumps({"growth_kib": rss_kib() - before}))
 """
 
@@ -336,6 +394,7 @@ print(json.dumps({"growth_kib": rss_kib() - before}))
 def test_short_path_calls_release_what_they_hold():
     # Each call runs inside pyo3's attach count, so a reference it drops is released at once.
     # Without it, pyo3 queues such drops until its next entry: 16 bytes per loads here, which
-    # 400,000 calls would show as about 6 MB of growth.
+    # 400,000 calls would show as about 6 MB of growth. The keyword calls take the same
+    # short path, and the remembered `types=` list must not grow either.
     result = run_python_json(_MANY_SHORT_CALLS)
     assert result["growth_kib"] < 2048, result
