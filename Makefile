@@ -236,7 +236,7 @@ bench: build-release js-bench
 # The side-by-side table on every supported CPython found (the default one included), each
 # in a release build of its own (.venv-bench-py3.X), with the fast peers; the ratios to the
 # fastest peer, version by version, go to bench/results/pythons.md.
-BENCH_PYTHONS_CODECS := amber,pickle,msgspec,orjson,ormsgpack,pyfory
+BENCH_PYTHONS_CODECS := amber,pickle,msgspec,orjson,ssrjson,ormsgpack,pyfory
 bench-pythons: $(PY)
 	@runs=""; \
 	for v in $(PYTHON_VERSIONS); do \
