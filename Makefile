@@ -226,6 +226,7 @@ lint-checks: $(PY)
 
 bench: build-release js-bench
 	$(PY) bench/run.py --scale $(SCALE) --require amber --out bench/results
+	$(PY) bench/keywords.py --out bench/results/keywords.md
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
 	$(PY) bench/stream_throughput.py --out bench/results/stream_throughput.md
@@ -236,7 +237,7 @@ bench: build-release js-bench
 # The side-by-side table on every supported CPython found (the default one included), each
 # in a release build of its own (.venv-bench-py3.X), with the fast peers; the ratios to the
 # fastest peer, version by version, go to bench/results/pythons.md.
-BENCH_PYTHONS_CODECS := amber,pickle,msgspec,orjson,ormsgpack,pyfory
+BENCH_PYTHONS_CODECS := amber,pickle,msgspec,orjson,ssrjson,ormsgpack,pyfory
 bench-pythons: $(PY)
 	@runs=""; \
 	for v in $(PYTHON_VERSIONS); do \

@@ -14,7 +14,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from report import Report
+from report import SUMMARY_TITLE, Report
 from serializers import SUBJECT
 from targets import TargetsSection
 
@@ -107,7 +107,7 @@ def render_block(
     ]
     if report.results and report.has_subject:
         lines += [
-            f"### {SUBJECT} vs msgspec, orjson, pickle",
+            f"### {SUMMARY_TITLE}",
             "",
             "Each cell is encode / decode / size: the peer's time over "
             f"{SUBJECT}'s (>1: {SUBJECT} is faster), and {SUBJECT}'s size over the "

@@ -13,9 +13,10 @@ from typing import Any, Protocol
 from serializers import SUBJECT, Codec
 
 BASELINE = "pickle"
-SUMMARY_PEERS = ("msgspec", "orjson", "pickle")
+SUMMARY_PEERS = ("msgspec", "orjson", "ssrjson", "pickle")
+SUMMARY_TITLE = f"{SUBJECT} vs {', '.join(SUMMARY_PEERS)}"
 # Columns of the "vs pickle" table on the console (results.md has every codec).
-CONSOLE_VS_PICKLE = (SUBJECT, "msgspec", "orjson", "pyfory")
+CONSOLE_VS_PICKLE = (SUBJECT, "msgspec", "orjson", "ssrjson", "pyfory")
 MISSING = "—"
 
 
@@ -207,7 +208,7 @@ class Report:
         return table(headers, rows)
 
     def summary_table(self) -> list[str]:
-        """subject vs msgspec, orjson, pickle: enc x / dec x / size x."""
+        """subject vs each of SUMMARY_PEERS: enc x / dec x / size x."""
         headers = ["payload"] + [f"vs {peer} (enc / dec / size)" for peer in SUMMARY_PEERS]
         rows = []
         for payload, _ in self.payloads:
@@ -264,7 +265,7 @@ class Report:
             lines += [f"## {section.title}", "", *section.lines(), ""]
         if self.results and self.has_subject:
             lines += [
-                f"## {SUBJECT} vs msgspec, orjson, pickle",
+                f"## {SUMMARY_TITLE}",
                 "",
                 *self.summary_table(),
                 "",

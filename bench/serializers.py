@@ -116,6 +116,16 @@ def _orjson() -> Codec:
     return Codec("orjson", orjson.__version__, orjson.dumps, orjson.loads, "JSON")
 
 
+def _ssrjson() -> Codec:
+    import ssrjson
+
+    # dumps_to_bytes is its fast path to UTF-8 bytes (dumps returns a str); loads takes
+    # bytes as they are. Defaults kept, so dumps_to_bytes leaves the UTF-8 form of a
+    # non-ASCII str cached on the str, and repeat encodes of the same strings reuse it.
+    note = "JSON; dumps_to_bytes/loads"
+    return Codec("ssrjson", ssrjson.__version__, ssrjson.dumps_to_bytes, ssrjson.loads, note)
+
+
 def _ormsgpack() -> Codec:
     import ormsgpack
 
@@ -183,6 +193,7 @@ FACTORIES: dict[str, Callable[[], Codec]] = {
     "marshal": _marshal,
     "msgspec": _msgspec,
     "orjson": _orjson,
+    "ssrjson": _ssrjson,
     "ormsgpack": _ormsgpack,
     "msgpack": _msgpack,
     "cbor2": _cbor2,
