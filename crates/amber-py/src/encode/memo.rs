@@ -15,9 +15,11 @@
 //!   they are released when the encode ends or restarts.
 //! - **Shortcuts.** Two small caches skip the memo's hash lookup, and both hold only objects
 //!   the memo already holds, so they are exact: `recent` keeps a few objects found again lately
-//!   (`[x] * n`, a shared str repeated in a long list), and `key_refs` the str key last written
-//!   at each of a dict's first positions (records of one shape repeat their keys in order).
-//!   Both are emptied whenever the memo is.
+//!   (`[x] * n`, a shared str repeated in a long list), and `key_refs` str dict keys the memo
+//!   holds, by address (records repeat their keys: a JSON API's records have dozens, and
+//!   nested records of other shapes take turns with them). Both are emptied whenever the
+//!   memo is; `key_refs` by clearing a mask of the slots in use, so that a small payload
+//!   does not pay for zeroing the table.
 //! - **Restart.** A cycle through a tuple found late makes the encode start again with the
 //!   tracker recording everything ([`Memo::restart`]).
 //! - **Reuse.** The table and the list of recorded objects go back to a per-thread scratch
@@ -33,8 +35,8 @@ use super::sink::BytesSink;
 /// Slots of [`Memo::recent`] (a power of two).
 const RECENT_REFS: usize = 8;
 
-/// Dict positions whose keys [`Memo::key_refs`] remembers.
-const KEY_REFS: usize = 8;
+/// Slots of [`Memo::key_refs`]: one bit each in [`Memo::key_refs_used`].
+const KEY_REFS: usize = 128;
 
 /// A memo grown past this many entries is dropped rather than kept, so one huge payload does
 /// not pin its table's memory for the life of the thread.
@@ -42,10 +44,20 @@ const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
 
 /// Allocations one encode leaves for the next on the same thread: the identity table and the
 /// list of recorded objects. Reusing them takes the allocator off the path of small payloads.
-#[derive(Default)]
 struct Scratch {
     tracker: RefTracker,
     recorded: Vec<*mut ffi::PyObject>,
+    key_refs: Box<[(usize, usize)]>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            tracker: RefTracker::default(),
+            recorded: Vec::new(),
+            key_refs: vec![(0, 0); KEY_REFS].into_boxed_slice(),
+        }
+    }
 }
 
 thread_local! {
@@ -57,6 +69,12 @@ thread_local! {
 #[inline(always)]
 fn recent_slot(obj: *mut ffi::PyObject) -> usize {
     (obj as usize >> 4) & (RECENT_REFS - 1)
+}
+
+/// Where [`Memo::key_refs`] keeps the key `key`, as [`recent_slot`].
+#[inline(always)]
+fn key_slot(key: *mut ffi::PyObject) -> usize {
+    (key as usize >> 4) & (KEY_REFS - 1)
 }
 
 /// The identity memo of one encode (see the module documentation).
@@ -73,9 +91,10 @@ pub(super) struct Memo {
     /// The body offset of the object [`Memo::lookup`] saw last: where it was written
     /// before, or where it is about to be.
     last_offset: usize,
-    /// By position in a dict, the str key last written there that the memo holds, with its
-    /// offset (address 0: none).
-    key_refs: [(usize, usize); KEY_REFS],
+    /// By [`key_slot`], a str dict key the memo holds, with its offset; valid only where
+    /// its bit in `key_refs_used` is set. KEY_REFS long (empty once recycled).
+    key_refs: Box<[(usize, usize)]>,
+    key_refs_used: u128,
     /// Objects the memo found again lately, with their offsets, by [`recent_slot`].
     recent: [(usize, usize); RECENT_REFS],
 }
@@ -84,17 +103,19 @@ pub(super) struct Memo {
 pub(super) enum KeyRef {
     /// The memo holds the key, written at this offset.
     Written(usize),
-    /// Not known at this position: write the key and then [`Memo::remember_key`] it.
+    /// Not known: write the key and then [`Memo::remember_key`] it.
     Unknown,
-    /// A position past those remembered.
-    Beyond,
 }
 
 impl Memo {
     /// The memo of a new encode, reusing this thread's scratch allocations. A nested encode
     /// (a custom encoder calling `dumps`) finds the slot empty and allocates.
     pub(super) fn new(refs: bool, canonical: bool) -> Memo {
-        let Scratch { tracker, recorded } = SCRATCH.with(Cell::take).unwrap_or_default();
+        let Scratch {
+            tracker,
+            recorded,
+            key_refs,
+        } = SCRATCH.with(Cell::take).unwrap_or_default();
         Memo {
             tracker: refs.then_some(tracker),
             canonical,
@@ -102,7 +123,8 @@ impl Memo {
             pinned: 0,
             held: std::ptr::null_mut(),
             last_offset: 0,
-            key_refs: [(0, 0); KEY_REFS],
+            key_refs,
+            key_refs_used: 0,
             recent: [(0, 0); RECENT_REFS],
         }
     }
@@ -124,7 +146,7 @@ impl Memo {
             tracker.reset(true);
         }
         self.unpin();
-        self.key_refs = [(0, 0); KEY_REFS];
+        self.key_refs_used = 0;
         self.recent = [(0, 0); RECENT_REFS];
     }
 
@@ -141,7 +163,15 @@ impl Memo {
             tracker.reset(false);
             recorded.clear();
         }
-        SCRATCH.with(|slot| slot.set(Some(Scratch { tracker, recorded })));
+        // An empty boxed slice allocates nothing.
+        let key_refs = std::mem::replace(&mut self.key_refs, Box::new([]));
+        SCRATCH.with(|slot| {
+            slot.set(Some(Scratch {
+                tracker,
+                recorded,
+                key_refs,
+            }))
+        });
     }
 
     /// Takes a reference to every recorded object not yet held. Called before anything that
@@ -284,14 +314,13 @@ impl Memo {
         }
     }
 
-    /// What the memo knows of `key`, a str key at position `index` of a dict. A key known
-    /// there costs one comparison instead of a lookup.
+    /// What the memo knows of `key`, a str dict key. A key known there costs one comparison
+    /// instead of a lookup.
     #[inline(always)]
-    pub(super) fn key(&mut self, key: *mut ffi::PyObject, index: usize) -> KeyRef {
-        let Some(&(last, offset)) = self.key_refs.get(index) else {
-            return KeyRef::Beyond;
-        };
-        if last == key as usize {
+    pub(super) fn key(&mut self, key: *mut ffi::PyObject) -> KeyRef {
+        let slot = key_slot(key);
+        let (known, offset) = self.key_refs[slot];
+        if self.key_refs_used & (1 << slot) != 0 && known == key as usize {
             // Only memo entries are remembered, and they stand until the memo is reset,
             // which forgets key_refs too.
             return KeyRef::Written(offset);
@@ -300,13 +329,15 @@ impl Memo {
         KeyRef::Unknown
     }
 
-    /// After a [`KeyRef::Unknown`] key was written: remembers it at `index` if the memo met it
-    /// (it always does with refs, unless canonical mode writes strs by value or the key is
-    /// held by this dict alone).
+    /// After a [`KeyRef::Unknown`] key was written: remembers it if the memo met it (it always
+    /// does with refs, unless canonical mode writes strs by value or the key is held by this
+    /// dict alone).
     #[inline(always)]
-    pub(super) fn remember_key(&mut self, key: *mut ffi::PyObject, index: usize) {
+    pub(super) fn remember_key(&mut self, key: *mut ffi::PyObject) {
         if self.last_offset != usize::MAX {
-            self.key_refs[index] = (key as usize, self.last_offset);
+            let slot = key_slot(key);
+            self.key_refs[slot] = (key as usize, self.last_offset);
+            self.key_refs_used |= 1 << slot;
         }
     }
 }
