@@ -45,11 +45,12 @@ def test_short_strs_of_every_length_are_copied_whole(prefix):
     # Short strs are copied with a few overlapping loads and stores whose width depends on
     # the length; every length up to and past the short form, ASCII and not, must come out
     # exactly, also where the copy moves the payload out of the first buffer.
-    letters = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ" * 2
+    # Up to 64 bytes are copied inline (sink.rs, `copy_short`), in widths chosen by length.
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ" * 4
     # Each str starts elsewhere in the alphabet, so that no byte a copy misses can happen to
     # hold the right value from the payload before (the first buffer is reused).
-    strs = [letters[n : 2 * n] for n in range(41)] + ["\u00e9" * n for n in range(21)]
-    strs += ["\u03b1" + letters[n : 2 * n - 2] for n in range(2, 41)]
+    strs = [letters[n : 2 * n] for n in range(81)] + ["\u00e9" * n for n in range(41)]
+    strs += ["\u03b1" + letters[n : 2 * n - 2] for n in range(2, 81)]
     for s in strs:
         obj = ["p" * prefix, s]
         data = amber.dumps(obj)

@@ -321,8 +321,10 @@ fn grow_run(sink: &mut BytesSink, at: *mut u8, additional: usize) -> Option<(*mu
     Some(unsafe { (sink.data.add(pos), sink.data.add(sink.cap)) })
 }
 
-/// Copies `from` (a short str's bytes, usually) to `to` with at most two loads and two stores
-/// of one width, which may overlap, instead of a call to `memcpy`.
+/// Copies `from` (a short str's bytes, usually) to `to` with at most four loads and four
+/// stores of one width, which may overlap, instead of a call to `memcpy`. Up to 64 bytes:
+/// the URLs, timestamps and ids of JSON-shaped records are mostly 24 to 64 bytes long, and a
+/// `memcpy` call costs about as much as the copy itself there.
 ///
 /// # Safety
 /// `to` must be valid for `from.len()` bytes of writes and not overlap `from`.
@@ -336,7 +338,19 @@ unsafe fn copy_short(from: &[u8], to: *mut u8) {
     unsafe {
         if n >= 16 {
             if n > 32 {
-                std::ptr::copy_nonoverlapping(src, to, n);
+                if n > 64 {
+                    std::ptr::copy_nonoverlapping(src, to, n);
+                    return;
+                }
+                // 33 to 64 bytes: the first 32 and the last 32.
+                let a = std::ptr::read_unaligned(src.cast::<u128>());
+                let b = std::ptr::read_unaligned(src.add(16).cast::<u128>());
+                let c = std::ptr::read_unaligned(src.add(n - 32).cast::<u128>());
+                let d = std::ptr::read_unaligned(src.add(n - 16).cast::<u128>());
+                std::ptr::write_unaligned(to.cast::<u128>(), a);
+                std::ptr::write_unaligned(to.add(16).cast::<u128>(), b);
+                std::ptr::write_unaligned(to.add(n - 32).cast::<u128>(), c);
+                std::ptr::write_unaligned(to.add(n - 16).cast::<u128>(), d);
                 return;
             }
             let head = std::ptr::read_unaligned(src.cast::<u128>());
@@ -399,9 +413,7 @@ impl Sink for BytesSink {
         if self.room(bytes.len()) {
             // SAFETY: room() guarantees len + bytes.len() <= cap; the source is a Rust slice
             // that cannot overlap the object we own exclusively.
-            unsafe {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.data.add(self.len), bytes.len())
-            };
+            unsafe { copy_short(bytes, self.data.add(self.len)) };
             self.len += bytes.len();
         }
     }
