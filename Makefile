@@ -227,6 +227,7 @@ lint-checks: $(PY)
 bench: build-release js-bench
 	$(PY) bench/run.py --scale $(SCALE) --require amber --out bench/results
 	$(PY) bench/keywords.py --out bench/results/keywords.md
+	$(PY) bench/gc_on.py --scale $(SCALE) --out bench/results/gc_on.md
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
 	$(PY) bench/stream_throughput.py --out bench/results/stream_throughput.md

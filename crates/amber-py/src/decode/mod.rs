@@ -4,6 +4,7 @@
 mod classes;
 mod containers;
 mod dict_template;
+mod gc_pause;
 mod hash_guard;
 mod key_cache;
 mod known;
@@ -121,6 +122,7 @@ pub fn decode_bytes(
         buffers,
         frozen_body,
     );
+    let _paused = gc_pause::GcPause::for_input(body.len());
     match decode_body(
         body,
         opened.origin(),
