@@ -682,7 +682,24 @@ impl<'a, B: Builder> Decoder<'a, B> {
         built.map_err(|e| host_error(e, at, "value"))
     }
 
+    /// A FLOAT64's payload, its tag (at `at`) read.
+    #[inline(always)]
+    fn float64(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
+        let v = f64::from_le_bytes(self.take_array::<8>("float64")?);
+        self.charge(cost::SCALAR, at)?;
+        self.builder
+            .float(v)
+            .map_err(|e| host_error(e, at, "float"))
+    }
+
     fn trackable(&mut self, tag: u8, at: usize) -> Result<B::Obj, DecodeError> {
+        // An untracked FLOAT64 is read first, before the tracked-slot bookkeeping and the
+        // dispatch on the kind below: coordinates, vectors and measurements are lists and
+        // tuples of floats (a GeoJSON document is mostly pairs of them), and those steps cost
+        // about as much as building the float. The reads, checks and charge are the same.
+        if tag == Tag::Float64.code() {
+            return self.float64(at);
+        }
         let slot = if tag & TRACKED != 0 {
             self.charge(cost::SCALAR, at)?;
             let offset = at - self.body;
@@ -768,13 +785,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
                     .map_err(|e| host_error(e, at, "int"))?
             }
             0x6D => self.bigint(at)?,
-            0x6E => {
-                let v = f64::from_le_bytes(self.take_array::<8>("float64")?);
-                self.charge(cost::SCALAR, at)?;
-                self.builder
-                    .float(v)
-                    .map_err(|e| host_error(e, at, "float"))?
-            }
+            0x6E => self.float64(at)?,
             0x6F => {
                 let v = f64::from(f32::from_le_bytes(self.take_array::<4>("float32")?));
                 self.charge(cost::SCALAR, at)?;
