@@ -136,3 +136,27 @@ def test_remembered_lists_hold_no_class_or_function_alive() -> None:
     del cls, custom_cls, decode, custom, back
     gc.collect()
     assert [ref() for ref in refs] == [None] * 4
+
+
+def test_custom_encoders_from_a_list_match_those_from_any_iterable() -> None:
+    # A list or tuple of CustomType is read without calling Python; any other iterable
+    # goes through amber._classes.encoders. Both give the same table, the later entry
+    # for a class winning.
+    cls = _dataclass("Encoded")
+    first = amber.CustomType(cls, lambda o: ["first", o.a], lambda s: cls(s[1]))
+    second = amber.CustomType(cls, lambda o: ["second", o.a], lambda s: cls(s[1]))
+    obj = [cls(7), cls(8)]
+    by_list = amber.dumps(obj, custom=[first, second])
+    assert by_list == amber.dumps(obj, custom=(first, second))
+    assert by_list == amber.dumps(obj, custom=iter([first, second]))
+    assert b"second" in by_list and b"first" not in by_list
+    assert amber.loads(by_list, custom=[second]) == obj
+    assert amber.dumps(obj, custom=[]) == amber.dumps(obj)
+    with pytest.raises(TypeError, match="custom entries must be"):
+        amber.dumps(obj, custom=[first, 42])
+
+    class Subclassed(amber.CustomType):  # type: ignore[type-arg]
+        pass
+
+    sub = Subclassed(cls, lambda o: ["sub", o.a], lambda s: cls(s[1]))
+    assert b"sub" in amber.dumps(obj, custom=[sub])

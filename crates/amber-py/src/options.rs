@@ -8,7 +8,6 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
 
-use crate::callbacks::Callback;
 use crate::envelope::{OpenConfig, SealConfig};
 use crate::{decode, encode, object, registry};
 use std::sync::Arc;
@@ -62,10 +61,7 @@ fn custom_encoders(
     match custom {
         None => Ok(None),
         Some(c) if c.is_none() => Ok(None),
-        Some(c) => {
-            let table = Callback::Encoders.call(py, (c,))?;
-            Ok((!table.is_none()).then(|| table.unbind()))
-        }
+        Some(c) => registry::encoders(py, c),
     }
 }
 
@@ -89,9 +85,7 @@ fn allowed_for_encoding(
     let Some(types) = types.filter(|t| !t.is_none()) else {
         return Ok(None);
     };
-    Ok(Some(Arc::clone(
-        registry::allowed(py, Some(types), None)?.names(),
-    )))
+    registry::names(py, types).map(Some)
 }
 
 /// The class options of a decode, validated.

@@ -172,6 +172,49 @@ pub fn allowed(
     })
 }
 
+/// The names `types` allows, for an encoder's check: [`allowed`] without taking the objects.
+pub fn names(py: Python<'_>, types: &Bound<'_, PyAny>) -> PyResult<Arc<Names>> {
+    if let Some(key) = CallKey::of(Some(types), None) {
+        if let Some(names) = cached(&key) {
+            return Ok(names);
+        }
+    }
+    Ok(Arc::clone(allowed(py, Some(types), None)?.names()))
+}
+
+/// The encode functions of `custom` by exact class (a dict), or None when it has none: what
+/// `amber._classes.encoders` returns. A list or tuple of `CustomType` objects (which cannot
+/// change once made, and were checked when made) is read here, without calling Python: that
+/// call cost as much as encoding a job message. Anything else goes to `encoders`, which
+/// checks each entry.
+pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+    static CUSTOM_TYPE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    let custom_type = CUSTOM_TYPE.get_or_try_init(py, || {
+        py.import("amber._classes")
+            .and_then(|m| m.getattr("CustomType"))
+            .map(Bound::unbind)
+    })?;
+    if let Some(seq) = Seq::of(Some(custom)) {
+        let all_custom = (0..seq.len).all(|i| {
+            // SAFETY: a type check of a live item.
+            seq.get(i)
+                .is_some_and(|item| unsafe { ffi::Py_TYPE(item) }.cast() == custom_type.as_ptr())
+        });
+        if all_custom {
+            let table = PyDict::new(py);
+            for i in 0..seq.len {
+                let Some(item) = seq.get(i) else { break };
+                // SAFETY: a live item of the caller's list, a CustomType.
+                let entry = unsafe { Bound::from_borrowed_ptr(py, item) };
+                table.set_item(entry.getattr("cls")?, entry.getattr("encode")?)?;
+            }
+            return Ok((!table.is_empty()).then(|| table.into_any().unbind()));
+        }
+    }
+    let table = Callback::Encoders.call(py, (custom,))?;
+    Ok((!table.is_none()).then(|| table.unbind()))
+}
+
 /// A list or tuple argument, read by index without copying.
 #[derive(Clone, Copy)]
 struct Seq {
