@@ -6,9 +6,10 @@ On small payloads (job_hash, quickle_small) a call's fixed cost is a large part 
 time, so parsing a keyword, or an option that switches the fast path off, shows up
 plainly. Issue 22's goal: each keyword call within 1.10 of the bare call.
 
-Decoding compares ``loads(b, types=[C])``, ``loads(b, max_depth=50)`` and a reused
-``Decoder(types=[C]).decode(b)`` with ``loads(b)``; encoding compares
-``dumps(x, canonical=True)`` and a reused ``Encoder().encode(x)`` with ``dumps(x)``. ``C``
+Decoding compares ``loads(b, types=[C])``, ``loads(b, max_depth=50)``, ``custom=``, the
+class and limit options together, and a reused ``Decoder(types=[C]).decode(b)`` with
+``loads(b)``; encoding compares ``dumps(x, canonical=True)``, ``types=``, ``custom=``,
+``max_depth=`` with ``refs=`` and a reused ``Encoder().encode(x)`` with ``dumps(x)``. ``C``
 is a dataclass the payloads do not hold, so the keyword changes nothing in the output.
 
 Each call is a ``timeit`` statement (the call as a user writes it, no wrapper around it),
@@ -64,9 +65,20 @@ CASES = (
     # The same option with the list made once: what the keyword costs without the list.
     Case("amber.loads(b, types=TYPES), TYPES made once", "loads(b, types=TYPES)", DECODE_BASE),
     Case("amber.loads(b, max_depth=50)", "loads(b, max_depth=50)", DECODE_BASE),
+    Case("amber.loads(b, custom=CUSTOM)", "loads(b, custom=CUSTOM)", DECODE_BASE),
+    Case(
+        "amber.loads(b, unknown_fields='error', placeholders=True, max_alloc=ALLOC)",
+        "loads(b, unknown_fields='error', placeholders=True, max_alloc=ALLOC)",
+        DECODE_BASE,
+    ),
     Case("amber.Decoder(types=[C]), reused: .decode(b)", "decode(b)", DECODE_BASE),
     Case("amber.dumps(x)", ENCODE_BASE),
     Case("amber.dumps(x, canonical=True)", "dumps(x, canonical=True)", ENCODE_BASE),
+    Case("amber.dumps(x, types=TYPES)", "dumps(x, types=TYPES)", ENCODE_BASE),
+    Case("amber.dumps(x, custom=CUSTOM)", "dumps(x, custom=CUSTOM)", ENCODE_BASE),
+    Case(
+        "amber.dumps(x, max_depth=50, refs=True)", "dumps(x, max_depth=50, refs=True)", ENCODE_BASE
+    ),
     Case("amber.Encoder(), reused: .encode(x)", "encode(x)", ENCODE_BASE),
 )
 
@@ -109,6 +121,8 @@ def namespace(value: object) -> dict[str, object]:
         "encode": encoder.encode,
         "C": Unused,
         "TYPES": [Unused],
+        "CUSTOM": [amber.CustomType(Unused, vars, lambda state: Unused(**state))],
+        "ALLOC": 1 << 30,
         "b": data,
         "x": value,
     }
