@@ -91,6 +91,16 @@ class Frame {
   /** RecordValues and DictRecord: arrays kept with the frame, reused from record to record. */
   scratch: unknown[] | null = null;
   keyScratch: string[] | null = null;
+  /** DictRecord, fast path: where the encoding of keyScratch[i] was read and its length (0:
+   * not reusable). A record's key whose bytes are those of the key at the same place in the
+   * record before is the same str (a REF to the same offset, or the same short str), so it
+   * is taken without decoding. */
+  keyPos: Int32Array | null = null;
+  keyLen: Int32Array | null = null;
+  /** DictRecord: the key sequence of the last record made at this level and its maker, so
+   * that a run of records of the same keys skips the trie (the keys compare as pointers). */
+  lastKeys: string[] = [];
+  lastMake: ((v: unknown[]) => object) | null = null;
   /** Dicts and sets: small-int keys seen, and their V8 hash buckets (hash flooding). */
   smiKeys = 0;
   smiCounts: Uint8Array | null = null;
@@ -115,6 +125,10 @@ function recordFactory(shape: Shape): ((values: unknown[]) => object) | null {
 
 const MAX_RECORD_KEYS = 16;
 
+/** How deep the recursive fast path goes before the stack machine takes over: deep enough
+ * for real data, shallow enough for any caller's call stack. */
+const FAST_DEPTH = 128;
+
 /** Key sequences met so far, as a trie, each with the function that makes an object of
  * those keys by one literal (generated at its second use). Bounded: past MAX_TRIE_NODES
  * new sequences are made key by key. Only the keys' strings are kept, never values. */
@@ -123,7 +137,9 @@ const keyTrie: KeyNode = { next: null, uses: 0, make: undefined };
 let trieNodes = 0;
 const MAX_TRIE_NODES = 20000;
 
-function makeDictRecord(keys: string[], values: unknown[], n: number): object {
+/** The trie node of a key sequence, its maker made at its second use; undefined when the
+ * trie is full. */
+function dictRecordNode(keys: string[], n: number): KeyNode | undefined {
   let node: KeyNode | undefined = keyTrie;
   for (let i = 0; i < n && node !== undefined; i++) {
     let next: KeyNode | undefined = node.next?.get(keys[i]);
@@ -144,15 +160,25 @@ function makeDictRecord(keys: string[], values: unknown[], n: number): object {
         // code generation refused (a content security policy): key by key below
       }
     }
-    if (node.make) return node.make(values);
   }
-  const obj: Record<string, unknown> = {};
-  for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
-  return obj;
+  return node;
 }
 
 const HASH_LIMIT = 64;
-const MAX_SLOT_TABLE = 1 << 24;
+
+/** The home slot of a body offset in the REF table (a multiplicative hash, its high bits
+ * folded down so that offsets of a common stride spread). */
+function refHash(off: number, mask: number): number {
+  const h = Math.imul(off, 0x9e3779b1);
+  return (h ^ (h >>> 15)) & mask;
+}
+
+function insertRef(table: Int32Array, mask: number, off: number, index: number): void {
+  let i = refHash(off, mask);
+  while (table[2 * i] !== 0) i = (i + 1) & mask;
+  table[2 * i] = off + 1;
+  table[2 * i + 1] = index;
+}
 const SMI_MIN = -(2 ** 30);
 const SMI_MAX = 2 ** 30 - 1;
 
@@ -245,12 +271,12 @@ export class BodyDecoder {
   private depth = 0;
   private spent: number;
   private maxAlloc: number;
-  /** The recorded objects: refSlots[body offset] is 1 + their index in refValues (0: none).
-   * An array indexed by offset makes a REF one load, where a Map costs a hash lookup; it is
-   * made at the first tracked tag, 4 bytes per body byte (well inside the budget). */
-  private refSlots: Int32Array | null = null;
-  /** For bodies above MAX_SLOT_TABLE bytes, the same in a Map (the array would be large). */
-  private refMap: Map<number, number> | null = null;
+  /** The recorded objects, in refValues, found by body offset through refTable: an open
+   * addressing table of pairs (offset + 1, 1 + index in refValues), at most half full. A REF
+   * is then a multiply and a load or two, with no Map and no boxing; a table indexed by offset
+   * itself would cost 4 bytes per body byte, allocated and zeroed on every decode. */
+  private refTable = new Int32Array(64);
+  private refMask = 31;
   private refValues: unknown[] = [];
   private incomplete: Set<number> | null = null;
   private stack: Frame[] = [];
@@ -341,35 +367,36 @@ export class BodyDecoder {
   }
 
   private record(bodyOff: number, value: unknown): void {
-    this.refValues.push(value);
-    if (this.refMap !== null) {
-      this.refMap.set(bodyOff, this.refValues.length);
-      return;
-    }
-    if (this.refSlots === null) {
-      const n = this.end - this.bodyStart;
-      if (n > MAX_SLOT_TABLE) {
-        (this.refMap = new Map()).set(bodyOff, this.refValues.length);
-        return;
-      }
-      this.refSlots = new Int32Array(n);
-    }
-    this.refSlots[bodyOff] = this.refValues.length;
+    const index = this.refValues.push(value);
+    if (index > this.refMask >> 1) this.growRefs();
+    insertRef(this.refTable, this.refMask, bodyOff, index);
+  }
+
+  private growRefs(): void {
+    const old = this.refTable;
+    const mask = this.refMask * 2 + 1;
+    const table = new Int32Array(2 * (mask + 1));
+    for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) insertRef(table, mask, old[i] - 1, old[i + 1]);
+    this.refTable = table;
+    this.refMask = mask;
   }
 
   /** Decodes the whole body: one root value, then the end. */
   decode(): unknown {
     if (this.pos >= this.end) throw this.err("truncated", this.end);
-    const value = this.run();
+    // Tracing records every value as the stack machine meets it: no fast path then.
+    const value = this.tracer === null ? this.fast() : this.run(0);
     if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
     return value;
   }
 
-  private run(): unknown {
+  /** The stack machine: runs until the frame at index `base` (and all above it) completes,
+   * and returns its value (base 0: the root value). */
+  private run(base: number): unknown {
     const stack = this.stack;
     const buf = this.buf;
     for (;;) {
-      if (this.sp > 0) {
+      if (this.sp > base) {
         const top = stack[this.sp - 1];
         if (top.type === F.Dict || top.type === F.ObjectDict || top.type === F.DictRecord) {
           if (top.expectKey) {
@@ -412,12 +439,184 @@ export class BodyDecoder {
           value = this.finish(top);
           continue;
         }
-        if (this.sp === 0) return value;
+        if (this.sp === base) return value;
         const top = stack[this.sp - 1];
         if (!this.deliver(top, value)) break;
         value = this.finish(top);
       }
     }
+  }
+
+  /**
+   * The fast path: recursive descent over the common values. V8 optimizes it far better than
+   * the stack machine: no frame dispatch per value, each child stored straight into its
+   * container. Containers are opened by the code the machine uses (so every check, charge and
+   * offset is the same) and filled here while their frame is of a simple kind; any other
+   * frame, a dict that changes kind midway (a key a plain object cannot take), and anything
+   * FAST_DEPTH levels deep is handed to the machine, so the JS call stack stays bounded
+   * whatever max_depth allows.
+   */
+  private fast(): unknown {
+    if (this.depth >= FAST_DEPTH) return this.machineValue();
+    const at = this.pos;
+    if (at >= this.end) throw this.err("truncated", this.end);
+    const tag = this.buf[at];
+    // The commonest tags first, without the general dispatch.
+    if (tag < 0x40) {
+      this.pos = at + 1;
+      return tag;
+    }
+    if (tag < 0x58) return this.str(tag - 0x40, at, at + 1, false);
+    if (tag === 0x93) {
+      this.pos = at + 1;
+      return this.reference(at);
+    }
+    const v = this.untracedValue();
+    if (v !== PENDING) return v;
+    const f = this.stack[this.sp - 1];
+    switch (f.type) {
+      case F.List:
+      case F.Tuple: {
+        const c = f.container, n = f.count;
+        for (let i = 0; i < n; i++) c[i] = this.fast();
+        return this.finishFrame(f);
+      }
+      case F.RecordValues: {
+        const values = f.values!, n = f.count;
+        for (let i = 0; i < n; i++) values[i] = this.fast();
+        return this.finishFrame(f);
+      }
+      case F.TupleList: {
+        const list = f.container, arity = f.arity, rows = f.remaining;
+        for (let r = 0; r < rows; r++) {
+          const row = r === 0 ? f.row! : newTuple(arity);
+          for (let j = 0; j < arity; j++) row[j] = this.fast();
+          list.push(row);
+        }
+        f.row = null;
+        return this.finishFrame(f);
+      }
+      case F.DictRecord: return this.fastDictRecord(f);
+      case F.ObjectDict: return this.fastObjectDict(f);
+      case F.Dict: return this.fastMap(f);
+      default: return this.resume(f);
+    }
+  }
+
+  /** One value by the machine (past FAST_DEPTH). */
+  private machineValue(): unknown {
+    const v = this.value();
+    return v === PENDING ? this.resume(this.stack[this.sp - 1]) : v;
+  }
+
+  /** Lets the machine finish the top frame `f` (its `remaining` and key state up to date). */
+  private resume(f: Frame): unknown {
+    if (f.remaining === 0) return this.finish(f);
+    return this.run(this.sp - 1);
+  }
+
+  /** A dict key: an untracked SHORT_STR through the key cache, else any value. */
+  private fastKey(): unknown {
+    const at = this.pos;
+    const tag = this.buf[at];
+    if (tag >= 0x40 && tag < 0x58) {
+      const n = tag - 0x40;
+      const start = at + 1;
+      if (n <= this.end - start) {
+        this.charge(cost.str(n), at);
+        const key = this.cachedStr(start, n);
+        this.pos = start + n;
+        return key;
+      }
+    }
+    return this.fast();
+  }
+
+  /** An object-mode dict of a few keys, made at the end by one literal (see openDict). */
+  private fastDictRecord(f: Frame): unknown {
+    const n = f.count;
+    const keys = f.keyScratch!, values = f.values!, keyPos = f.keyPos!, keyLen = f.keyLen!;
+    const buf = this.buf;
+    // Whether keys 0..i-1 were those of the record before (and so distinct).
+    let same = true;
+    for (let i = 0; i < n; i++) {
+      const keyAt = this.pos;
+      f.childAt = keyAt;
+      const len = keyLen[i];
+      if (len !== 0 && len <= this.end - keyAt) {
+        const prev = keyPos[i];
+        let j = 0;
+        while (j < len && buf[prev + j] === buf[keyAt + j]) j++;
+        if (j === len) {
+          // Its bytes are those of the key before: the same str, valid and not an index.
+          const key = keys[i];
+          if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
+          if (!same) for (let k = 0; k < i; k++) if (keys[k] === key) throw this.err("duplicate_key", keyAt);
+          keyPos[i] = keyAt;
+          this.pos = keyAt + len;
+          values[i] = this.fast();
+          continue;
+        }
+      }
+      same = false;
+      const key = this.fastKey();
+      if (typeof key !== "string" || key === "__proto__" || isIndexKey(key)) {
+        // It becomes an object made key by key, or a Map: the machine's code does that.
+        f.rowIndex = i;
+        f.remaining = n - i;
+        f.expectKey = true;
+        if (typeof key === "string") this.acceptStrKey(f, key);
+        else this.deliver(f, key);
+        return this.resume(f);
+      }
+      for (let j = 0; j < i; j++) if (keys[j] === key) throw this.err("duplicate_key", keyAt);
+      keys[i] = key;
+      // Reusable when read whole from its own bytes: a REF, or an untracked SHORT_STR.
+      const tag = buf[keyAt];
+      keyPos[i] = keyAt;
+      keyLen[i] = tag === 0x93 || (tag >= 0x40 && tag < 0x58) ? this.pos - keyAt : 0;
+      values[i] = this.fast();
+    }
+    f.rowIndex = n;
+    return this.finishFrame(f);
+  }
+
+  /** An object-mode dict of more keys than a record takes, filled key by key. */
+  private fastObjectDict(f: Frame): unknown {
+    const obj = f.container as Record<string, unknown>;
+    const n = f.count;
+    for (let i = 0; i < n; i++) {
+      f.childAt = this.pos;
+      const key = this.fastKey();
+      if (typeof key !== "string" || isIndexKey(key)) {
+        f.remaining = n - i;
+        f.expectKey = true;
+        this.deliver(f, key);
+        return this.resume(f);
+      }
+      if (hasOwn.call(obj, key)) throw this.err("duplicate_key", f.childAt);
+      const v = this.fast();
+      if (key === "__proto__") Object.defineProperty(obj, "__proto__", { value: v, enumerable: true, writable: true, configurable: true });
+      else obj[key] = v;
+    }
+    return this.finishFrame(f);
+  }
+
+  /** A dict as a Map. */
+  private fastMap(f: Frame): unknown {
+    const map = f.container as Map<unknown, unknown>;
+    const n = f.count;
+    for (let i = 0; i < n; i++) {
+      f.childAt = this.pos;
+      const key = this.fastKey();
+      if (typeof key === "string") {
+        if (map.has(key)) throw this.err("duplicate_key", f.childAt);
+      } else {
+        this.checkKey(f, key, "duplicate_key");
+      }
+      map.set(key, this.fast());
+    }
+    return this.finishFrame(f);
   }
 
   /** Gives a complete child value to the open frame; true when the frame is then complete. */
@@ -536,18 +735,28 @@ export class BodyDecoder {
         this.depth--;
         return f.container;
       case F.DictRecord: {
+        // The scratch arrays keep their values until overwritten: they live with this
+        // decoder, which lives for one decode, and clearing them cost a tenth of the time.
         this.depth--;
-        const n = f.rowIndex;
-        const made = makeDictRecord(f.keyScratch!, f.values!, n);
-        f.values!.fill(undefined, 0, n);
-        return made;
+        const n = f.rowIndex, keys = f.keyScratch!, last = f.lastKeys;
+        if (f.lastMake !== null && last.length === n) {
+          let i = 0;
+          while (i < n && last[i] === keys[i]) i++;
+          if (i === n) return f.lastMake(f.values!);
+        }
+        const node = dictRecordNode(keys, n);
+        if (node !== undefined && node.make) {
+          f.lastKeys = keys.slice(0, n);
+          f.lastMake = node.make;
+          return node.make(f.values!);
+        }
+        const obj: Record<string, unknown> = {};
+        for (let i = 0; i < n; i++) obj[keys[i]] = f.values![i];
+        return obj;
       }
-      case F.RecordValues: {
+      case F.RecordValues:
         this.depth--;
-        const record = f.shape!.factory!(f.values!);
-        f.values!.fill(undefined);
-        return record;
-      }
+        return f.shape!.factory!(f.values!);
       case F.TupleList:
         this.depth -= 2;
         return f.container;
@@ -644,6 +853,7 @@ export class BodyDecoder {
       const keys = f.keyScratch!;
       for (let i = 0; i < f.rowIndex; i++) if (keys[i] === key) throw this.err("duplicate_key", f.childAt);
       keys[f.rowIndex] = key;
+      f.keyLen![f.rowIndex] = 0;
       f.key = key;
       f.expectKey = false;
       return;
@@ -1028,7 +1238,11 @@ export class BodyDecoder {
       // at the end by one literal of its key sequence (record payloads repeat a few).
       const f = this.pushFrame(F.DictRecord, at);
       f.values = f.scratch ??= newArray(MAX_RECORD_KEYS);
-      f.keyScratch ??= new Array<string>(MAX_RECORD_KEYS).fill("");
+      if (f.keyScratch === null) {
+        f.keyScratch = new Array<string>(MAX_RECORD_KEYS).fill("");
+        f.keyPos = new Int32Array(MAX_RECORD_KEYS);
+        f.keyLen = new Int32Array(MAX_RECORD_KEYS);
+      }
       f.rowIndex = 0;
       f.remaining = n;
       f.count = n;
@@ -1135,14 +1349,35 @@ export class BodyDecoder {
   }
 
   private reference(at: number): unknown {
-    const t = this.varint();
+    // The target: one or two varint bytes read inline (nearly every REF), else the reader.
+    const buf = this.buf, p = at + 1;
+    let t: number | bigint;
+    const b0 = p < this.end ? buf[p] : 0x80;
+    if (b0 < 0x80) {
+      t = b0;
+      this.pos = p + 1;
+    } else if (p + 1 < this.end && buf[p + 1] < 0x80 && buf[p + 1] !== 0) {
+      t = (b0 & 0x7f) | (buf[p + 1] << 7);
+      this.pos = p + 2;
+    } else {
+      t = this.varint();
+    }
     const r = at - this.bodyStart;
     if (typeof t === "number") this.lastRef = t;
     if (typeof t !== "number" || t >= r) throw this.err("bad_reference", at, `REF to ${t} does not point backwards`);
     if (this.incomplete !== null && this.incomplete.has(t)) {
       throw this.err("incomplete_reference", at, `REF to ${t}, a value still being built`);
     }
-    const slot = this.refSlots !== null ? this.refSlots[t] : this.refMap !== null ? (this.refMap.get(t) ?? 0) : 0;
+    const table = this.refTable, mask = this.refMask;
+    let slot = 0;
+    for (let i = refHash(t, mask); ; i = (i + 1) & mask) {
+      const k = table[2 * i];
+      if (k === t + 1) {
+        slot = table[2 * i + 1];
+        break;
+      }
+      if (k === 0) break;
+    }
     if (slot === 0) throw this.err("bad_reference", at, `REF to ${t}, which is not a tracked value`);
     return this.refValues[slot - 1];
   }

@@ -215,7 +215,7 @@ test("hash flooding: ints chosen to share one V8 hash bucket are refused, honest
   assert.equal((decode(encode(honest)) as Set<number>).size, honest.size);
 });
 
-test("REFs resolve in large bodies too (the table of recorded objects switches to a Map)", () => {
+test("REFs resolve in large bodies too (beyond 16 MiB, and past many table growths)", () => {
   const shared = [1, 2];
   const big = new Uint8Array((1 << 24) + 10);
   const back = decode(encode([big, shared, shared])) as unknown[];
