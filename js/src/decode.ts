@@ -101,9 +101,9 @@ class Frame {
    * that a run of records of the same keys skips the trie (the keys compare as pointers). */
   lastKeys: string[] = [];
   lastMake: ((v: unknown[]) => object) | null = null;
-  /** Dicts and sets: small-int keys seen, and their V8 hash buckets (hash flooding). */
-  smiKeys = 0;
-  smiCounts: Uint8Array | null = null;
+  /** Dicts and sets: number and bigint keys seen, and their V8 hash buckets (hash flooding). */
+  hashedKeys = 0;
+  hashCounts: Uint8Array | null = null;
 }
 
 /** The function that makes a plain record of a shape, or null where that cannot be done (a
@@ -183,10 +183,7 @@ function insertRef(table: Int32Array, mask: number, off: number, index: number):
   table[2 * i] = off + 1;
   table[2 * i + 1] = index;
 }
-const SMI_MIN = -(2 ** 30);
-const SMI_MAX = 2 ** 30 - 1;
-
-/** V8's ComputeUnseededHash, which its Maps and Sets use for small-int keys. */
+/** V8's ComputeUnseededHash, which its Maps and Sets use for int32 keys. */
 function v8SmiHash(key: number): number {
   let hash = key >>> 0;
   hash = (~hash + (hash << 15)) >>> 0;
@@ -196,6 +193,51 @@ function v8SmiHash(key: number): number {
   hash = Math.imul(hash, 2057) >>> 0;
   hash = (hash ^ (hash >>> 16)) >>> 0;
   return hash & 0x3fffffff;
+}
+
+/** V8's ComputeLongHash of the 64-bit value lo + 2^32 hi, in 32-bit halves (no BigInt). */
+function v8LongHash(lo: number, hi: number): number {
+  // hash = ~hash + (hash << 18)
+  let t = (~lo >>> 0) + ((lo << 18) >>> 0);
+  hi = ((~hi >>> 0) + (((hi << 18) | (lo >>> 14)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  lo = t >>> 0;
+  // hash = hash ^ (hash >> 31)
+  lo = (lo ^ ((lo >>> 31) | (hi << 1))) >>> 0;
+  hi = (hi ^ (hi >>> 31)) >>> 0;
+  // hash = hash * 21, as hash + (hash << 2) + (hash << 4)
+  t = lo + ((lo << 2) >>> 0);
+  let h = (hi + (((hi << 2) | (lo >>> 30)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  const l = t >>> 0;
+  t = l + ((lo << 4) >>> 0);
+  hi = (h + (((hi << 4) | (lo >>> 28)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  lo = t >>> 0;
+  // hash = hash ^ (hash >> 11)
+  lo = (lo ^ ((lo >>> 11) | (hi << 21))) >>> 0;
+  hi = (hi ^ (hi >>> 11)) >>> 0;
+  // hash = hash + (hash << 6)
+  t = lo + ((lo << 6) >>> 0);
+  h = (hi + (((hi << 6) | (lo >>> 26)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  lo = t >>> 0;
+  hi = h;
+  // hash = hash ^ (hash >> 22), of which the low 30 bits are kept
+  return ((lo ^ ((lo >>> 22) | (hi << 10))) >>> 0) & 0x3fffffff;
+}
+
+const hashScratch = new DataView(new ArrayBuffer(8));
+
+/** The hash V8 gives a number or bigint key of a Map or Set (Object::GetSimpleHash), none of
+ * them seeded: an int32 value (a Smi, or a heap number holding one) by ComputeUnseededHash;
+ * any other number by ComputeLongHash of its IEEE bits; a bigint by ComputeLongHash of the
+ * lowest 64 bits of its magnitude (so 2^64, 2 x 2^64, ... all hash alike). */
+function v8KeyHash(k: number | bigint): number {
+  if (typeof k === "number") {
+    if ((k | 0) === k) return v8SmiHash(k);
+    hashScratch.setFloat64(0, k, true);
+  } else {
+    if (k === 0n) return 0;
+    hashScratch.setBigUint64(0, k < 0n ? -k : k, true);
+  }
+  return v8LongHash(hashScratch.getUint32(0, true), hashScratch.getUint32(4, true));
 }
 
 /** What a traced value is (amber inspect's kinds). */
@@ -362,8 +404,8 @@ export class BodyDecoder {
     f.at = at;
     f.trackOff = -1;
     f.keys = null;
-    f.smiKeys = 0;
-    f.smiCounts = null;
+    f.hashedKeys = 0;
+    f.hashCounts = null;
     f.values = null;
     f.shape = null;
     f.row = null;
@@ -817,33 +859,31 @@ export class BodyDecoder {
   }
 
   /**
-   * Hash flooding (spec 7): V8 hashes small-int keys of a Map or Set without a seed, so a
-   * payload could hold thousands of ints that fall into one bucket and make each insertion
-   * walk them all (measured: 20000 such keys take seconds). The decoder applies V8's own
-   * function and allows at most HASH_LIMIT keys per container whose hashes agree in their
-   * low 16 bits, which bounds every bucket of any table of up to 2^16 buckets and, beyond,
-   * every bucket outright. The counts start after HASH_LIMIT int keys, so small containers
-   * pay nothing.
+   * Hash flooding (spec 7): V8 hashes the number and bigint keys of a Map or Set without a
+   * seed (strs have a per-process seed), so a payload could hold thousands of keys that fall
+   * into one bucket and make each insertion walk them all (measured: 20000 such bigints take
+   * seconds). The decoder applies V8's own functions and allows at most HASH_LIMIT keys per
+   * container whose hashes agree in their low 16 bits, which bounds every bucket of any table
+   * of up to 2^16 buckets and, beyond, every bucket outright. The counts start after
+   * HASH_LIMIT such keys, so small containers pay nothing.
    */
-  private countSmiKey(f: Frame, k: number): void {
-    f.smiKeys++;
-    if (f.smiKeys <= HASH_LIMIT) return;
-    let counts = f.smiCounts;
+  private countHashedKey(f: Frame, k: number | bigint): void {
+    f.hashedKeys++;
+    if (f.hashedKeys <= HASH_LIMIT) return;
+    let counts = f.hashCounts;
     if (counts === null) {
       // Counts up to 255 fit a byte; the limit is clamped to that.
-      counts = f.smiCounts = new Uint8Array(65536);
+      counts = f.hashCounts = new Uint8Array(65536);
       for (const earlier of f.container.keys()) {
-        if (typeof earlier === "number" && (earlier | 0) === earlier && earlier >= SMI_MIN && earlier <= SMI_MAX) {
-          counts[v8SmiHash(earlier) & 0xffff]++;
-        }
+        if (typeof earlier === "number" || typeof earlier === "bigint") counts[v8KeyHash(earlier) & 0xffff]++;
       }
     }
-    const slot = v8SmiHash(k) & 0xffff;
+    const slot = v8KeyHash(k) & 0xffff;
     // Large containers spread their keys over the 2^16 classes unevenly even when honest;
     // the limit grows with the declared size (the work stays bounded by a multiple of n).
     const limit = Math.max(HASH_LIMIT, 32 * Math.ceil(f.count / 65536));
     if (++counts[slot] > Math.min(limit, 255)) {
-      throw this.err("hash_limit", f.childAt, `more than ${HASH_LIMIT} int keys of one container fall into one hash bucket`);
+      throw this.err("hash_limit", f.childAt, `more than ${HASH_LIMIT} number keys of one container fall into one hash bucket`);
     }
   }
 
@@ -897,7 +937,7 @@ export class BodyDecoder {
     if (typeof v !== "object" || v === null) {
       // A str, int, non-integral float, bool or None: the Map or Set itself compares it.
       if (f.container.has(v)) throw this.err(duplicate, f.childAt);
-      if (typeof v === "number" && (v | 0) === v && v >= SMI_MIN && v <= SMI_MAX) this.countSmiKey(f, v);
+      if (typeof v === "number" || typeof v === "bigint") this.countHashedKey(f, v);
       return;
     }
     const keys = (f.keys ??= new KeyTable());

@@ -215,6 +215,41 @@ test("hash flooding: ints chosen to share one V8 hash bucket are refused, honest
   assert.equal((decode(encode(honest)) as Set<number>).size, honest.size);
 });
 
+test("hash flooding: floats and bigints chosen to share one V8 hash bucket are refused too", () => {
+  // V8 hashes a non-int32 number by ComputeLongHash of its bits, and a bigint by that of its
+  // magnitude's low 64 bits. Colliding floats: hashes with equal low bits, inverted back to
+  // bits (each step of ComputeLongHash is a bijection on 64 bits).
+  const M = (1n << 64n) - 1n;
+  const inverse = (a: bigint) => { let x = a; for (let i = 0; i < 7; i++) x = (x * (2n - a * x)) & M; return x; };
+  const unxorshift = (y: bigint, k: bigint) => { let x = y; for (let i = 0; i < 64; i++) x = y ^ (x >> k); return x; };
+  const unhash = (h: bigint) => {
+    h = unxorshift(h, 22n);
+    h = (h * inverse(65n)) & M;
+    h = unxorshift(h, 11n);
+    h = (h * inverse(21n)) & M;
+    h = unxorshift(h, 31n);
+    return ((h + 1n) * inverse((1n << 18n) - 1n)) & M;
+  };
+  const view = new DataView(new ArrayBuffer(8));
+  const floats: number[] = [];
+  for (let i = 1n; floats.length < 3000; i++) {
+    view.setBigUint64(0, unhash((i * 0x9e3779b97f4an) << 16n & M), true);
+    const x = view.getFloat64(0, true);
+    if (Number.isFinite(x) && !Number.isInteger(x)) floats.push(x);
+  }
+  const bigints = Array.from({ length: 3000 }, (_, i) => BigInt(i + 1) << 64n);
+  const t0 = performance.now();
+  for (const keys of [floats, bigints] as unknown[][]) {
+    assert.throws(() => decode(encode(new Set(keys))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+    assert.throws(() => decode(encode(new Map(keys.map((k) => [k, null])))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+  }
+  assert.ok(performance.now() - t0 < 2000, "refused early, not after the flood");
+  const honestFloats = new Set(Array.from({ length: 100_000 }, (_, i) => i + 0.5 + Math.random() / 4));
+  assert.equal((decode(encode(honestFloats)) as Set<number>).size, honestFloats.size);
+  const honestBig = new Set(Array.from({ length: 100_000 }, (_, i) => (BigInt(i) << 64n) + BigInt(Math.floor(Math.random() * 2 ** 52))));
+  assert.equal((decode(encode(honestBig)) as Set<bigint>).size, honestBig.size);
+});
+
 test("REFs resolve in large bodies too (beyond 16 MiB, and past many table growths)", () => {
   const shared = [1, 2];
   const big = new Uint8Array((1 << 24) + 10);
