@@ -117,6 +117,10 @@ class Encoder {
   private active: Set<object> | null;
   private path: (string | number)[] = [];
   private shapes = new Map<string, number>();
+  /** The shapes written last, found by the identity of their fields array (and their names):
+   * a payload of records writes a few classes over and over, and making the string key of
+   * every object took a third of the time of such payloads. */
+  private recentShapes: { module: string; qualname: string; kind: ObjectKind; fields: readonly string[] | null; n: number }[] = [];
   /** Built-after occurrences, numbered in the order they start. */
   private occurrence = 0;
   copies = new Set<number>();
@@ -175,6 +179,15 @@ class Encoder {
     this.ensure(10);
     const out = this.out;
     if (typeof v === "number") {
+      if (v < 0x80000000) {
+        // Below 2^31: shifts, no float division.
+        while (v >= 128) {
+          out[this.pos++] = (v & 0x7f) | 0x80;
+          v >>>= 7;
+        }
+        out[this.pos++] = v;
+        return;
+      }
       while (v >= 128) {
         out[this.pos++] = (v % 128) | 0x80;
         v = Math.floor(v / 128);
@@ -278,6 +291,22 @@ class Encoder {
 
   private str(s: string): void {
     const n = s.length;
+    if (n <= 23 && n > 7) {
+      // A SHORT_STR when it is ASCII, written as it is checked; else the general way below.
+      this.ensure(24);
+      const out = this.out, start = this.pos;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        out[start + 1 + i] = c;
+      }
+      if (i === n) {
+        out[start] = 0x40 + n;
+        this.pos = start + 1 + n;
+        return;
+      }
+    }
     if (n <= 7) {
       // At most 21 UTF-8 bytes: a SHORT_STR, unless it holds a lone surrogate.
       this.ensure(22);
@@ -348,7 +377,11 @@ class Encoder {
         this.str(v);
         return;
       case "number":
-        if (isIntNumber(v)) this.int(v);
+        if (v >= 0 && v <= 63 && (v | 0) === v && !Object.is(v, -0)) {
+          // SMALL_INT, the commonest number, without the general int path.
+          this.ensure(1);
+          this.out[this.pos++] = v;
+        } else if (isIntNumber(v)) this.int(v);
         else this.float(v, null);
         return;
       case "boolean":
@@ -370,6 +403,10 @@ class Encoder {
   }
 
   private object(v: object): void {
+    const proto = Object.getPrototypeOf(v);
+    // Maps, arrays and plain objects, the bulk of most graphs, skip the tests of the rare
+    // classes; the tests of the others keep their order (subclasses first).
+    if (proto === Map.prototype || proto === Array.prototype || proto === Object.prototype) return this.common(v, proto);
     if (v instanceof PySingleton) {
       // One object each, like None: written in full every time, never memoized (spec 6.4).
       this.ensure(4);
@@ -388,6 +425,11 @@ class Encoder {
       if (first === undefined) names.set(key, v);
       else v = first;
     }
+    return this.common(v, proto);
+  }
+
+  /** Any object but a singleton, and with GLOBAL placeholders made one per name. */
+  private common(v: object, proto: object | null): void {
     const memo = this.memo;
     if (memo !== null) {
       const target = memo.get(v);
@@ -408,8 +450,17 @@ class Encoder {
       if (this.active !== null) this.active.delete(v);
       return;
     }
+    if (proto === Map.prototype) {
+      this.begin(v, useMemo);
+      this.dict(v as Map<unknown, unknown>, this.sortKeys);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (proto === Placeholder.prototype) {
+      const p = v as Placeholder;
+      return this.instance(v, useMemo, p.module, p.qualname, p.kind, p.fields, p.values);
+    }
     // Plain objects (the usual JS records and dicts) before the long chain of class tests.
-    const proto = Object.getPrototypeOf(v);
     if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] !== undefined) {
       const info = (v as Record<symbol, ClassInfo>)[CLASS];
       const rec = v as Record<string, unknown>;
@@ -540,7 +591,12 @@ class Encoder {
     if (values.length !== count) this.fail(`a ${kind} object of ${module}:${qualname} needs ${count} values, not ${values.length}`);
     switch (creationOf(kind)) {
       case "first":
-        return this.createdFirst(v, useMemo, () => this.objectValue(module, qualname, kind, fields, values));
+        // As createdFirst does, without a closure per object.
+        if (useMemo) this.memo!.set(v, this.here);
+        if (this.active !== null) this.active.add(v);
+        this.objectValue(module, qualname, kind, fields, values);
+        if (this.active !== null) this.active.delete(v);
+        return;
       case "after":
         return this.builtAfter(v, useMemo, () => this.objectValue(module, qualname, kind, fields, values));
       case "fromFirst":
@@ -801,8 +857,19 @@ class Encoder {
 
   /** The OBJECT tag and its shape: a definition at the shape's first use, then its number. */
   private objectHead(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null): void {
+    const recent = this.recentShapes;
+    for (let i = 0; i < recent.length; i++) {
+      const r = recent[i];
+      if (r.fields === fields && r.module === module && r.qualname === qualname && r.kind === kind) {
+        this.byte(0x77);
+        this.varint(r.n + 1);
+        return;
+      }
+    }
     const key = `${module}\u0000${qualname}\u0000${kind}\u0000${fields?.join("\u0000") ?? ""}`;
     const shape = this.shapes.get(key);
+    if (recent.length === 8) recent.pop();
+    recent.unshift({ module, qualname, kind, fields, n: shape ?? this.shapes.size });
     this.byte(0x77);
     if (shape !== undefined) this.varint(shape + 1);
     else {
