@@ -517,7 +517,46 @@ export class BodyDecoder {
       this.pos = at + 1;
       return this.reference(at);
     }
-    const v = this.untracedValue();
+    let v: unknown;
+    switch (tag) {
+      case 0x6c: {
+        // INT of up to 4 varint bytes inline; longer ones, and any fault, by the reader.
+        this.pos = at + 1;
+        this.charge(cost.SCALAR, at);
+        const buf = this.buf, end = this.end;
+        let p = at + 1, z = 0;
+        for (let shift = 0; shift < 28 && p < end; shift += 7) {
+          const b = buf[p++];
+          z |= (b & 0x7f) << shift;
+          if (b < 0x80) {
+            if (b === 0 && shift > 0) break;
+            this.pos = p;
+            return (z >>> 1) ^ -(z & 1);
+          }
+        }
+        return this.signedVarint();
+      }
+      case 0x6e: {
+        if (this.end - at - 1 < 8) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        const x = this.view.getFloat64(at + 1, true);
+        this.pos = at + 9;
+        return Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(at + 1, at + 9)) : x;
+      }
+      case 0x60: case 0x61: case 0x62: case 0x63: case 0x64: case 0x65: case 0x66: case 0x67:
+        this.pos = at + 1;
+        v = this.openDict(tag - 0x60, at, -1);
+        break;
+      default:
+        if (tag >= 0xc0 && tag < 0xd8) {
+          // A tracked SHORT_STR (Python marks the strs it shares, dict keys above all).
+          this.charge(cost.SCALAR, at);
+          const s = this.str(tag - 0xc0, at, at + 1, false);
+          this.record(at - this.bodyStart, s);
+          return s;
+        }
+        v = this.untracedValue();
+    }
     if (v !== PENDING) return v;
     const f = this.stack[this.sp - 1];
     switch (f.type) {
