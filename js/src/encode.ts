@@ -395,7 +395,8 @@ class Encoder {
           this.byte(0x90);
           return;
         }
-        this.object(v);
+        if (this.depth >= deepFrom) this.deep(v);
+        else this.object(v);
         return;
       default:
         this.fail(`cannot write a value of type ${typeof v}`);
@@ -407,25 +408,28 @@ class Encoder {
     // Maps, arrays and plain objects, the bulk of most graphs, skip the tests of the rare
     // classes; the tests of the others keep their order (subclasses first).
     if (proto === Map.prototype || proto === Array.prototype || proto === Object.prototype) return this.common(v, proto);
-    if (v instanceof PySingleton) {
-      // One object each, like None: written in full every time, never memoized (spec 6.4).
-      this.ensure(4);
-      this.out[this.pos++] = 0x76;
-      this.out[this.pos++] = ExtCode.SINGLETON;
-      this.out[this.pos++] = 1;
-      this.out[this.pos++] = v.byte;
-      return;
-    }
-    if (v instanceof Placeholder && v.kind === "GLOBAL") {
-      // A GLOBAL is the named object itself, one per name in the host (as enum members are),
-      // so placeholders of one name are written as one object.
-      const key = `${v.module}:${v.qualname}`;
-      const names = (this.globalNames ??= new Map());
-      const first = names.get(key);
-      if (first === undefined) names.set(key, v);
-      else v = first;
-    }
+    if (v instanceof PySingleton) return this.singleton(v);
+    if (v instanceof Placeholder && v.kind === "GLOBAL") v = this.globalPlaceholder(v);
     return this.common(v, proto);
+  }
+
+  /** One object each, like None: written in full every time, never memoized (spec 6.4). */
+  private singleton(v: PySingleton): void {
+    this.ensure(4);
+    this.out[this.pos++] = 0x76;
+    this.out[this.pos++] = ExtCode.SINGLETON;
+    this.out[this.pos++] = 1;
+    this.out[this.pos++] = v.byte;
+  }
+
+  /** A GLOBAL is the named object itself, one per name in the host (as enum members are), so
+   * placeholders of one name are written as one object: the first met. */
+  private globalPlaceholder(v: Placeholder): Placeholder {
+    const key = `${v.module}:${v.qualname}`;
+    const names = (this.globalNames ??= new Map());
+    const first = names.get(key);
+    if (first === undefined) names.set(key, v);
+    return first ?? v;
   }
 
   /** Any object but a singleton, and with GLOBAL placeholders made one per name. */
@@ -682,22 +686,11 @@ class Encoder {
   }
 
   private tupleList(v: unknown[]): boolean {
-    const first = v[0];
-    if (!(first instanceof Tuple) || first.constructor !== Tuple || first.length === 0) return false;
-    const k = first.length;
-    for (let i = 1; i < v.length; i++) {
-      const t = v[i];
-      if (!(t instanceof Tuple) || t.constructor !== Tuple || t.length !== k) return false;
-    }
-    if (this.memo !== null && !this.canonical) {
-      for (let i = 0; i < v.length; i++) {
-        if (this.memo.has(v[i] as object) || this.shared(v[i])) return false;
-      }
-    }
+    if (!this.isTupleList(v)) return false;
     this.enter(2);
     this.byte(0x7c);
     this.varint(v.length);
-    this.varint(k);
+    this.varint((v[0] as Tuple).length);
     const path = this.path;
     for (let i = 0; i < v.length; i++) {
       path.push(i);
@@ -711,6 +704,23 @@ class Encoder {
       path.pop();
     }
     this.depth -= 2;
+    return true;
+  }
+
+  /** Whether a list is written as rows (spec 5.10.1): tuples of one length, none shared. */
+  private isTupleList(v: unknown[]): boolean {
+    const first = v[0];
+    if (!(first instanceof Tuple) || first.constructor !== Tuple || first.length === 0) return false;
+    const k = first.length;
+    for (let i = 1; i < v.length; i++) {
+      const t = v[i];
+      if (!(t instanceof Tuple) || t.constructor !== Tuple || t.length !== k) return false;
+    }
+    if (this.memo !== null && !this.canonical) {
+      for (let i = 0; i < v.length; i++) {
+        if (this.memo.has(v[i] as object) || this.shared(v[i])) return false;
+      }
+    }
     return true;
   }
 
@@ -926,9 +936,329 @@ class Encoder {
     }
   }
 
+  // ---- the deep walk ----
+  //
+  // The walk above recurses, a few JS frames per level, and the call stack ends at about two
+  // thousand levels. Past DEEP_FROM levels the walk goes on with the generator twins below:
+  // each writes what its namesake writes, in the same order, but yields each child instead
+  // of writing it, and one loop (deep) runs them from an explicit stack, so any depth up to
+  // max_depth fits. Generators cost a few times a call per container, so the walk above stays
+  // the usual one; a test runs the whole fuzz corpus through both and compares the bytes.
+
+  private deep(root: object): void {
+    const stack: Walk[] = [this.objectG(root)];
+    while (stack.length > 0) {
+      const step = stack[stack.length - 1].next();
+      if (step.done) stack.pop();
+      else if (typeof step.value === "object" && step.value !== null) stack.push(this.objectG(step.value));
+      else this.value(step.value);
+    }
+  }
+
+  private *objectG(v: object): Walk {
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Map.prototype && proto !== Array.prototype && proto !== Object.prototype) {
+      if (v instanceof PySingleton) return this.singleton(v);
+      if (v instanceof Placeholder && v.kind === "GLOBAL") v = this.globalPlaceholder(v);
+    }
+    const memo = this.memo;
+    if (memo !== null) {
+      const target = memo.get(v);
+      if (target !== undefined) return this.writeRef(target);
+    }
+    const useMemo = memo !== null && this.memoizable(v);
+    if (this.active !== null && this.active.has(v)) this.fail("cycle detected");
+    // The containers, tested in common's order; anything else holds no value to walk, and
+    // common writes it.
+    if (Array.isArray(v)) {
+      if (v instanceof Tuple) return yield* this.builtAfterG(v, useMemo && v.length > 0, () => this.tupleG(v));
+      this.begin(v, useMemo);
+      yield* this.listG(v);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (proto === Map.prototype) {
+      this.begin(v, useMemo);
+      yield* this.dictG(v as Map<unknown, unknown>, this.sortKeys);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] !== undefined) {
+      const info = (v as Record<symbol, ClassInfo>)[CLASS];
+      const rec = v as Record<string, unknown>;
+      const fields = info.fields ?? [];
+      this.begin(v, useMemo);
+      yield* this.objectValueG(info.module, info.qualname, "ATTRS", fields, fields.map((f) => rec[f]));
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (proto === Object.prototype || proto === null) {
+      this.begin(v, useMemo);
+      yield* this.plainObjectG(v as Record<string, unknown>);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (v instanceof Uint8Array || v instanceof Float) return this.common(v, proto);
+    if (v instanceof Map) {
+      if (v instanceof OrderedDict || v instanceof Counter || v instanceof DefaultDict || v instanceof Namespace) {
+        return yield* this.createdFirstG(v, useMemo, () => this.mapCompositeG(v));
+      }
+      this.begin(v, useMemo);
+      yield* this.dictG(v, this.sortKeys && !(v instanceof FreshDict));
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (v instanceof Set) {
+      if (v instanceof FrozenSet) return yield* this.builtAfterG(v, useMemo, () => this.setG(v, 0x75));
+      return yield* this.createdFirstG(v, useMemo, () => this.setG(v, 0x74));
+    }
+    if (v instanceof Complex || v instanceof ExtBlobValue) return this.common(v, proto);
+    if (v instanceof Placeholder) return yield* this.instanceG(v, useMemo, v.module, v.qualname, v.kind, v.fields, v.values);
+    if (v instanceof Deque) return yield* this.createdFirstG(v, useMemo, () => this.compositeG(ExtCode.DEQUE, [v.maxlen, new FreshList(v.items)]));
+    if (v instanceof Fraction) return yield* this.builtAfterG(v, useMemo, () => this.compositeG(ExtCode.FRACTION, [v.numerator, v.denominator]));
+    if (v instanceof Range) return yield* this.builtAfterG(v, useMemo, () => this.compositeG(ExtCode.RANGE, [v.start, v.stop, v.step]));
+    if (v instanceof Slice) return yield* this.builtAfterG(v, useMemo, () => this.compositeG(ExtCode.SLICE, [v.start, v.stop, v.step]));
+    if (v instanceof Date || ArrayBuffer.isView(v)) return this.common(v, proto);
+    if (v instanceof FreshList) return yield* this.listG(v.items);
+    const allowed = this.typesByProto?.get(proto!);
+    if (allowed) return yield* this.classInstanceG(v, allowed, useMemo);
+    return this.common(v, proto);
+  }
+
+  private *createdFirstG(v: object, useMemo: boolean, write: () => Walk): Walk {
+    if (useMemo) this.memo!.set(v, this.here);
+    if (this.active !== null) this.active.add(v);
+    yield* write();
+    if (this.active !== null) this.active.delete(v);
+  }
+
+  private *builtAfterG(v: object, useMemo: boolean, write: (recorded: () => void) => Walk): Walk {
+    const n = this.occurrence++;
+    const copy = this.supersede.has(n);
+    if (copy) {
+      this.enter();
+      this.byte(0x94);
+    }
+    const at = this.here;
+    let memoized = false;
+    const recorded = (): void => {
+      if (memoized || copy || !useMemo) return;
+      memoized = true;
+      if (this.memo!.has(v)) this.copies.add(n);
+      else this.memo!.set(v, at);
+    };
+    if (this.active !== null) this.active.add(v);
+    yield* write(recorded);
+    if (this.active !== null) this.active.delete(v);
+    recorded();
+    if (copy) {
+      this.depth--;
+      const target = this.memo!.get(v);
+      if (target === undefined) this.fail("internal error: a SUPERSEDE copy without its real value");
+      this.writeRef(target);
+    }
+  }
+
+  private *instanceG(v: object, useMemo: boolean, module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[]): Walk {
+    const count = kind === "ATTRS" || kind === "TUPLE_FIELDS" ? fields?.length ?? 0 : valueCount(kind, null);
+    if (values.length !== count) this.fail(`a ${kind} object of ${module}:${qualname} needs ${count} values, not ${values.length}`);
+    switch (creationOf(kind)) {
+      case "first":
+        return yield* this.createdFirstG(v, useMemo, () => this.objectValueG(module, qualname, kind, fields, values));
+      case "after":
+        return yield* this.builtAfterG(v, useMemo, () => this.objectValueG(module, qualname, kind, fields, values));
+      case "fromFirst":
+        return yield* this.builtAfterG(v, useMemo, (recorded) => this.objectValueG(module, qualname, kind, fields, values, recorded));
+    }
+  }
+
+  private *itemsG(items: ArrayLike<unknown>, from = 0): Walk {
+    const path = this.path;
+    for (let i = from; i < items.length; i++) {
+      path.push(i);
+      yield items[i];
+      path.pop();
+    }
+  }
+
+  private *listG(v: unknown[]): Walk {
+    const n = v.length;
+    if (n >= 4 && v.constructor === Array) {
+      if (this.packedInts(v) || this.packedFloats(v)) return;
+      if (this.isTupleList(v)) {
+        this.enter(2);
+        this.byte(0x7c);
+        this.varint(n);
+        this.varint((v[0] as Tuple).length);
+        const path = this.path;
+        for (let i = 0; i < n; i++) {
+          path.push(i);
+          const row = v[i] as Tuple;
+          if (this.active !== null) {
+            if (this.active.has(row)) this.fail("cycle detected");
+            this.active.add(row);
+          }
+          yield* this.itemsG(row);
+          if (this.active !== null) this.active.delete(row);
+          path.pop();
+        }
+        this.depth -= 2;
+        return;
+      }
+    }
+    this.enter();
+    if (n <= 3) this.byte(0x58 + n);
+    else {
+      this.byte(0x71);
+      this.varint(n);
+    }
+    yield* this.itemsG(v);
+    this.depth--;
+  }
+
+  private *tupleG(v: Tuple): Walk {
+    this.enter();
+    const n = v.length;
+    if (n <= 3) this.byte(0x5c + n);
+    else {
+      this.byte(0x72);
+      this.varint(n);
+    }
+    yield* this.itemsG(v);
+    this.depth--;
+  }
+
+  private *dictG(v: Map<unknown, unknown>, sort: boolean): Walk {
+    this.enter();
+    const n = v.size;
+    if (n <= 7) this.byte(0x60 + n);
+    else {
+      this.byte(0x73);
+      this.varint(n);
+    }
+    const entries = sort && this.canonical ? this.ordered([...v], (e) => e[0]) : v;
+    const path = this.path;
+    for (const [k, x] of entries) {
+      yield k;
+      path.push(typeof k === "string" || typeof k === "number" ? k : String(k));
+      yield x;
+      path.pop();
+    }
+    this.depth--;
+  }
+
+  private *plainObjectG(v: Record<string, unknown>): Walk {
+    const keys = Object.keys(v);
+    if (this.canonical && this.sortKeys) {
+      const m = new Map<unknown, unknown>();
+      for (const k of keys) m.set(k, v[k]);
+      return yield* this.dictG(m, true);
+    }
+    this.enter();
+    const n = keys.length;
+    if (n <= 7) this.byte(0x60 + n);
+    else {
+      this.byte(0x73);
+      this.varint(n);
+    }
+    const path = this.path;
+    for (let i = 0; i < n; i++) {
+      const k = keys[i];
+      this.str(k);
+      path.push(k);
+      const x = v[k];
+      if (x === undefined) this.fail("cannot write undefined");
+      yield x;
+      path.pop();
+    }
+    this.depth--;
+  }
+
+  private *setG(v: Set<unknown>, tag: number): Walk {
+    this.enter();
+    this.byte(tag);
+    this.varint(v.size);
+    const elements = this.canonical ? this.ordered([...v], (x) => x) : [...v];
+    yield* this.itemsG(elements);
+    this.depth--;
+  }
+
+  private *compositeG(code: number, values: unknown[]): Walk {
+    this.enter();
+    this.byte(0x76);
+    this.varint(code);
+    yield* this.itemsG(values);
+    this.depth--;
+  }
+
+  private *mapCompositeG(v: OrderedDict | Counter | DefaultDict | Namespace): Walk {
+    const fresh = new FreshDict(v);
+    if (v instanceof DefaultDict) return yield* this.compositeG(ExtCode.DEFAULTDICT, [v.factory, fresh]);
+    if (v instanceof Namespace) return yield* this.compositeG(ExtCode.NAMESPACE, [fresh]);
+    yield* this.compositeG(v instanceof Counter ? ExtCode.COUNTER : ExtCode.ORDERED_DICT, [fresh]);
+  }
+
+  private *objectValueG(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[], firstDone?: () => void): Walk {
+    this.objectHead(module, qualname, kind, fields);
+    this.enter();
+    if (firstDone === undefined) yield* this.itemsG(values);
+    else {
+      yield* this.itemsG(values.slice(0, 1));
+      firstDone();
+      yield* this.itemsG(values, 1);
+    }
+    this.depth--;
+  }
+
+  private *classInstanceG(v: object, allowed: AllowedClass, useMemo: boolean): Walk {
+    const [module, qualname] = splitName(allowed.name);
+    const rec = v as Record<string, unknown>;
+    switch (allowed.kind) {
+      case "ATTRS": {
+        const fields = Object.keys(rec);
+        return yield* this.createdFirstG(v, useMemo, () => this.objectValueG(module, qualname, "ATTRS", fields, fields.map((f) => rec[f])));
+      }
+      case "STATE": {
+        const state = allowed.encode ? allowed.encode(v) : new Map(Object.entries(rec));
+        return yield* this.createdFirstG(v, useMemo, () => this.objectValueG(module, qualname, "STATE", null, [state]));
+      }
+      case "TUPLE_FIELDS": {
+        const fields = allowed.fields ?? Object.keys(rec);
+        return yield* this.builtAfterG(v, useMemo, () => this.objectValueG(module, qualname, "TUPLE_FIELDS", fields, fields.map((f) => rec[f])));
+      }
+      case "ENUM":
+      case "CUSTOM": {
+        if (!allowed.encode) this.fail(`${allowed.name} needs an encode function`);
+        const state = allowed.encode(v);
+        return yield* this.builtAfterG(v, useMemo, () => this.objectValueG(module, qualname, allowed.kind, null, [state]));
+      }
+      case "GLOBAL":
+        return this.fail(`${allowed.name} is a GLOBAL: the allowed object itself is written, not its instances`);
+      default: {
+        if (!allowed.encode) this.fail(`${allowed.name} needs an encode function`);
+        const values = allowed.encode(v);
+        if (!Array.isArray(values)) this.fail(`the encode function of ${allowed.name} must return the array of its values`);
+        return yield* this.instanceG(v, useMemo, module, qualname, allowed.kind, null, values);
+      }
+    }
+  }
+
   isRegistered(proto: object): boolean {
     return this.typesByProto?.has(proto) ?? false;
   }
+}
+
+/** A writer of the deep walk: it yields each child value for the walk's loop to write. */
+type Walk = Generator<unknown, void, undefined>;
+
+/** How deep the recursive walk goes before the deep walk takes over: a few hundred KB of
+ * call stack at most. */
+const DEEP_FROM = 256;
+let deepFrom = DEEP_FROM;
+/** For tests: the depth from which the deep walk writes (0: all of it; no argument: back to
+ * the default). */
+export function setDeepWalkFrom(levels = DEEP_FROM): void {
+  deepFrom = levels;
 }
 
 /** A list the encoder makes while writing (a deque's items): never memoized itself. */

@@ -114,7 +114,50 @@ test("depth: 10000 levels decode without the call stack; one more fails with dep
   let nested: unknown = [];
   for (let i = 1; i < 1000; i++) nested = [nested];
   assert.equal(encode(nested).length, 3 + 1000);
-  assert.throws(() => encode([nested]), EncodeError);
+  assert.throws(() => encode([nested]), (e: unknown) => e instanceof EncodeError && /max_depth=1000/.test(e.message));
+});
+
+test("depth: the encoder writes 10000 levels of every kind of container, and refuses one more", () => {
+  // Past a few hundred levels the encoder walks with an explicit stack: no stack overflow.
+  // Each kind with the levels of depth one application adds.
+  const kinds: [(inner: unknown) => unknown, number][] = [
+    [(x) => [x], 1],
+    [(x) => Tuple.fromItems([x, 1]), 1],
+    [(x) => new Map([["k", x]]), 1],
+    [(x) => ({ k: x }), 1],
+    [(x) => new Placeholder("m", "C", "ATTRS", ["f"], [x]), 1],
+    [(x) => new Deque([x], null), 2],
+    [(x) => new FrozenSet([Tuple.fromItems([x])]), 2],
+  ];
+  for (const [make, per] of kinds) {
+    let v: unknown = 0;
+    for (let i = 0; i < 10000 / per; i++) v = make(v);
+    const bytes = encode(v, { maxDepth: 10000 });
+    // (Not decoded for frozensets: a set element's fingerprint holds every level below it,
+    // and the decoder's hashing budget refuses 5000 levels of them, as it should.)
+    if (per === 1 || make === kinds[5][0]) {
+      assert.equal(toHex(encode(decode(bytes, { maxDepth: 10000, placeholders: true }), { maxDepth: 10000 })), toHex(bytes));
+    }
+    assert.throws(() => encode(make(v), { maxDepth: 10000 }), (e: unknown) => e instanceof EncodeError && /max_depth=10000/.test(e.message));
+  }
+  // Shared values and a cycle through a tuple (SUPERSEDE), thousands of levels down.
+  const shared = [1, 2];
+  let deep: unknown = Tuple.fromItems([shared, shared]);
+  for (let i = 0; i < 5000; i++) deep = [deep];
+  const cyclic: unknown[] = [];
+  const t = Tuple.fromItems([cyclic]);
+  cyclic.push(t);
+  let deepCycle: unknown = t;
+  for (let i = 0; i < 5000; i++) deepCycle = [deepCycle];
+  const bytes = encode([deep, deepCycle], { maxDepth: 10000 });
+  const back = decode(bytes, { maxDepth: 10000 }) as unknown[];
+  let inner = back[0] as unknown[];
+  for (let i = 0; i < 5000; i++) inner = inner[0] as unknown[];
+  assert.equal(inner[0], inner[1]);
+  let bt = back[1] as unknown[];
+  for (let i = 0; i < 5000; i++) bt = bt[0] as unknown[];
+  assert.ok(bt instanceof Tuple);
+  assert.equal((bt[0] as unknown[])[0], bt);
 });
 
 test("error classes: limits, signatures and classes have their own", () => {

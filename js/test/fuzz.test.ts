@@ -9,6 +9,7 @@ import { decode, encode, readStream, trace, DecodeError } from "../src/index.js"
 import { loadVectors, hexBytes, toHex } from "./notation.js";
 import { values } from "./arbitraries.js";
 import { decodeUtf8 } from "../src/utf8.js";
+import { setDeepWalkFrom } from "../src/encode.js";
 
 /** Seconds for the whole file (make js-test sets a short bound; make fuzz-js a longer one). */
 const SECONDS = Number(process.env.AMBER_JS_FUZZ_SECONDS ?? "8");
@@ -96,7 +97,7 @@ function fastAndMachineAgree(data: Uint8Array): void {
 
 test("fuzz: the fast path and the stack machine agree", () => {
   runs = 0;
-  fc.assert(fc.property(fc.oneof(mutated, mutatedRecords), (data) => fastAndMachineAgree(data)), share(0.15));
+  fc.assert(fc.property(fc.oneof(mutated, mutatedRecords), (data) => fastAndMachineAgree(data)), share(0.1));
   for (const seed of recordSeeds) fastAndMachineAgree(seed);
   console.log(`fast path against the machine: ${runs} inputs`);
   assert.ok(runs > 100);
@@ -123,8 +124,25 @@ test("fuzz: encode, decode, encode gives the same bytes, plain and canonical", (
     assert.equal(toHex(encode(decode(once, { dicts: "object" }))), toHex(once));
     const canon = encode(v, { canonical: true, sortKeys });
     assert.equal(toHex(encode(decode(canon), { canonical: true, sortKeys })), toHex(canon));
-  }), share(0.25));
+  }), share(0.2));
   console.log(`round trips: ${runs} values`);
+  assert.ok(runs > 100);
+});
+
+test("fuzz: the encoder's deep walk writes what its recursive walk writes", () => {
+  runs = 0;
+  fc.assert(fc.property(values, fc.boolean(), (v, canonical) => {
+    runs++;
+    const options = { canonical, sortKeys: canonical };
+    const once = toHex(encode(v, options));
+    setDeepWalkFrom(0);
+    try {
+      assert.equal(toHex(encode(v, options)), once);
+    } finally {
+      setDeepWalkFrom();
+    }
+  }), share(0.1));
+  console.log(`deep walk against the recursive one: ${runs} values`);
   assert.ok(runs > 100);
 });
 
