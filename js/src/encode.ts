@@ -58,25 +58,23 @@ function fitsFloat32(x: number): boolean {
   return x === x && Object.is(Math.fround(x), x);
 }
 
-/** How many places of the graph hold each tuple and Float (spec 5.10.1 rule 3: the items that
- * could be shared, so that a list holding one is not packed or written as rows). Counted once,
- * lazily, by a walk over every distinct container. */
-function countHolders(root: unknown, enc: Encoder): Map<object, number> {
-  const counts = new Map<object, number>();
+/** The tuples and Floats that more than one place of the graph holds (spec 5.10.1 rule 3: the
+ * items that could be shared, so that a list holding one is not packed or written as rows).
+ * Found once, lazily, by a walk over every distinct container. */
+function countHolders(root: unknown, enc: Encoder): Set<object> {
+  // Each object is added to `walked` when first met; Set.add leaves the size as it was for
+  // one met before. One table operation per object, where has-then-add took two.
   const walked = new Set<object>();
+  const twice = new Set<object>();
   const stack: object[] = [];
   const hold = (v: unknown): void => {
     if (typeof v !== "object" || v === null) return;
-    if (v instanceof Tuple || v instanceof Float) {
-      // The count doubles as the walked mark: one table lookup per tuple.
-      const n = counts.get(v);
-      counts.set(v, (n ?? 0) + 1);
-      if (n === undefined && v instanceof Tuple) stack.push(v);
-      return;
-    }
-    if (!walked.has(v)) {
-      walked.add(v);
-      stack.push(v);
+    const size = walked.size;
+    walked.add(v);
+    if (walked.size !== size) {
+      if (!(v instanceof Float)) stack.push(v);
+    } else if (v instanceof Tuple || v instanceof Float) {
+      twice.add(v);
     }
   };
   hold(root);
@@ -101,7 +99,7 @@ function countHolders(root: unknown, enc: Encoder): Map<object, number> {
       }
     }
   }
-  return counts;
+  return twice;
 }
 
 class Encoder {
@@ -125,7 +123,7 @@ class Encoder {
   private occurrence = 0;
   copies = new Set<number>();
   private supersede: Set<number>;
-  private holders: Map<object, number> | null = null;
+  private holders: Set<object> | null = null;
   buffers: Uint8Array[] = [];
   private typesByProto: Map<object, AllowedClass> | null = null;
   /** GLOBAL placeholders by name: the first met stands for all (one class, one object). */
@@ -620,7 +618,7 @@ class Encoder {
   private shared(v: unknown): boolean {
     if (!this.refs || this.canonical || typeof v !== "object" || v === null) return false;
     this.holders ??= countHolders(this.root, this);
-    return (this.holders.get(v) ?? 0) > 1;
+    return this.holders.has(v);
   }
 
   private list(v: unknown[]): void {
