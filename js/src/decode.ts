@@ -581,6 +581,35 @@ export class BodyDecoder {
         f.row = null;
         return this.finishFrame(f);
       }
+      case F.Set:
+      case F.FrozenSet: {
+        const set = f.container, n = f.count;
+        for (let i = 0; i < n; i++) {
+          f.childAt = this.pos;
+          const item = this.fast();
+          this.checkKey(f, item, "duplicate_element");
+          set.add(item);
+        }
+        return this.finishFrame(f);
+      }
+      case F.PlainRecord: {
+        const fields = f.shape!.fields!, obj = f.container, n = f.count;
+        for (let i = 0; i < n; i++) {
+          const item = this.fast();
+          const name = fields[i];
+          if (name === "__proto__") Object.defineProperty(obj, name, { value: item, enumerable: true, writable: true, configurable: true });
+          else obj[name] = item;
+        }
+        return this.finishFrame(f);
+      }
+      case F.ObjectFirst:
+      case F.ObjectAfter: {
+        // The kinds without value rules (code 0): their values need no check as they come.
+        if (f.code !== 0) return this.resume(f);
+        const values = f.values!, n = f.count;
+        for (let i = 0; i < n; i++) values[i] = this.fast();
+        return this.finishFrame(f);
+      }
       case F.DictRecord: return this.fastDictRecord(f);
       case F.ObjectDict: return this.fastObjectDict(f);
       case F.Dict: return this.fastMap(f);
