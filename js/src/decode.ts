@@ -129,6 +129,33 @@ function recordFactory(shape: Shape): ((values: unknown[]) => object) | null {
 
 const MAX_RECORD_KEYS = 16;
 
+/**
+ * The frames of a finished decode, kept for the next one: a small payload would otherwise
+ * spend a third of its time making frames and their scratch arrays. A decode takes them when
+ * they are free (a decode started from inside another, by a class's decode function, makes
+ * its own), and gives them back holding no value of its own: what they keep is key strs and
+ * makers of key sequences (compared by value), which the next decode may reuse.
+ */
+let framePool: Frame[] | null = [];
+
+function releaseFrames(stack: Frame[]): void {
+  for (let i = 0; i < stack.length; i++) {
+    const f = stack[i];
+    f.container = null;
+    f.key = undefined;
+    f.values = null;
+    f.row = null;
+    f.shape = null;
+    f.event = null;
+    f.keys = null;
+    f.hashCounts = null;
+    f.scratch?.fill(undefined);
+    // Positions in this decode's input: meaningless in the next one.
+    f.keyLen?.fill(0);
+  }
+  framePool = stack;
+}
+
 /** How deep the recursive fast path goes before the stack machine takes over: deep enough
  * for real data, shallow enough for any caller's call stack. */
 const FAST_DEPTH = 128;
@@ -169,6 +196,12 @@ function dictRecordNode(keys: string[], n: number): KeyNode | undefined {
 }
 
 const HASH_LIMIT = 64;
+
+/** The REF table before the first tracked value: one empty slot, never written (the first
+ * record grows the table). */
+const NO_REFS = new Int32Array(2);
+/** One varint reader for all decoders: each read is consumed before anything else runs. */
+const varintReader = new VarintReader();
 
 /** The home slot of a body offset in the REF table (a multiplicative hash, its high bits
  * folded down so that offsets of a common stride spread). */
@@ -305,7 +338,7 @@ const keyCache: ({ bytes: Uint8Array; text: string } | undefined)[] = new Array(
 
 export class BodyDecoder {
   private buf: Uint8Array;
-  private view: DataView;
+  private view: DataView | null = null;
   private pos: number;
   private end: number;
   /** absolute offset = buffer index - delta */
@@ -321,13 +354,15 @@ export class BodyDecoder {
    * addressing table of pairs (offset + 1, 1 + index in refValues), at most half full. A REF
    * is then a multiply and a load or two, with no Map and no boxing; a table indexed by offset
    * itself would cost 4 bytes per body byte, allocated and zeroed on every decode. */
-  private refTable = new Int32Array(64);
-  private refMask = 31;
+  private refTable = NO_REFS;
+  private refMask = 0;
   private refValues: unknown[] = [];
   private incomplete: Set<number> | null = null;
   private stack: Frame[] = [];
+  /** Whether `stack` is the shared one (see framePool). */
+  private pooled = false;
   private sp = 0;
-  private vr = new VarintReader();
+  private vr = varintReader;
   private shapes: Shape[] = [];
   private usedBuffers: Set<string> | null = null;
   private hashWork = 0;
@@ -335,7 +370,7 @@ export class BodyDecoder {
   private fingerprints: Map<object, string> | null = null;
   /** When set, every value met is recorded here (amber inspect). */
   tracer: TraceEvent[] | null = null;
-  private trackedIndex = new Map<number, number>();
+  private trackedIndex: Map<number, number> | null = null;
   /** Where the head of the value just read ends (its data follows), or -1. */
   private headPos = -1;
   private lastRef = 0;
@@ -348,7 +383,6 @@ export class BodyDecoder {
     private readonly options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number,
   ) {
     this.buf = buf;
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
     this.pos = start;
     this.end = end;
     this.bodyStart = start;
@@ -358,6 +392,11 @@ export class BodyDecoder {
     this.spent = spent;
     this.maxAlloc = maxAlloc;
     this.hashBudget = hashBudget;
+  }
+
+  /** A view of the input for floats, made at the first (small payloads often have none). */
+  private dv(): DataView {
+    return (this.view ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength));
   }
 
   private err(kind: Parameters<typeof decodeError>[0], index: number, message?: string): DecodeError {
@@ -420,7 +459,7 @@ export class BodyDecoder {
 
   private growRefs(): void {
     const old = this.refTable;
-    const mask = this.refMask * 2 + 1;
+    const mask = Math.max(31, this.refMask * 2 + 1);
     const table = new Int32Array(2 * (mask + 1));
     for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) insertRef(table, mask, old[i] - 1, old[i + 1]);
     this.refTable = table;
@@ -430,10 +469,19 @@ export class BodyDecoder {
   /** Decodes the whole body: one root value, then the end. */
   decode(): unknown {
     if (this.pos >= this.end) throw this.err("truncated", this.end);
-    // Tracing records every value as the stack machine meets it: no fast path then.
-    const value = this.tracer === null ? this.fast() : this.run(0);
-    if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
-    return value;
+    if (framePool !== null) {
+      this.stack = framePool;
+      framePool = null;
+      this.pooled = true;
+    }
+    try {
+      // Tracing records every value as the stack machine meets it: no fast path then.
+      const value = this.tracer === null ? this.fast() : this.run(0);
+      if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
+      return value;
+    } finally {
+      if (this.pooled) releaseFrames(this.stack);
+    }
   }
 
   /** The stack machine: runs until the frame at index `base` (and all above it) completes,
@@ -539,7 +587,7 @@ export class BodyDecoder {
       case 0x6e: {
         if (this.end - at - 1 < 8) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
-        const x = this.view.getFloat64(at + 1, true);
+        const x = this.dv().getFloat64(at + 1, true);
         this.pos = at + 9;
         return Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(at + 1, at + 9)) : x;
       }
@@ -1047,8 +1095,9 @@ export class BodyDecoder {
     if (tag < 0) return this.untracedValue();
     const reserved = ev.name === "RESERVED";
     if ((tag & 0xc0) === 0xc0 && !reserved) {
-      ev.tracked = this.trackedIndex.size;
-      this.trackedIndex.set(at - this.bodyStart, ev.tracked);
+      const index = (this.trackedIndex ??= new Map());
+      ev.tracked = index.size;
+      index.set(at - this.bodyStart, ev.tracked);
     }
     if (!reserved) this.tracer!.push(ev);
     this.headPos = -1;
@@ -1077,7 +1126,7 @@ export class BodyDecoder {
     ev.value = v;
     ev.headEnd = this.headPos >= 0 ? this.headPos - this.delta : ev.end;
     if (tag === 0x93) {
-      ev.info = ["ref", this.lastRef + this.bodyStart - this.delta, this.trackedIndex.get(this.lastRef) ?? -1];
+      ev.info = ["ref", this.lastRef + this.bodyStart - this.delta, this.trackedIndex?.get(this.lastRef) ?? -1];
     } else if (code === 0x78 || code === 0x79) {
       ev.info = ["packed", (v as unknown[]).length];
     } else if (code === 0x7c) {
@@ -1165,7 +1214,7 @@ export class BodyDecoder {
       case 0x6e: {
         if (this.end - this.pos < 8) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
-        const x = this.view.getFloat64(this.pos, true);
+        const x = this.dv().getFloat64(this.pos, true);
         v = Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(this.pos, this.pos + 8)) : x;
         this.pos += 8;
         break;
@@ -1173,7 +1222,7 @@ export class BodyDecoder {
       case 0x6f: {
         if (this.end - this.pos < 4) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
-        const x = this.view.getFloat32(this.pos, true);
+        const x = this.dv().getFloat32(this.pos, true);
         v = Number.isInteger(x) || x !== x ? new Float(x) : x;
         this.pos += 4;
         break;
@@ -1181,7 +1230,7 @@ export class BodyDecoder {
       case 0x70: {
         if (this.end - this.pos < 16) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
-        v = new Complex(this.view.getFloat64(this.pos, true), this.view.getFloat64(this.pos + 8, true));
+        v = new Complex(this.dv().getFloat64(this.pos, true), this.dv().getFloat64(this.pos + 8, true));
         this.pos += 16;
         break;
       }
@@ -1425,7 +1474,7 @@ export class BodyDecoder {
     this.charge(cost.packedFloatList(n), at);
     this.headPos = this.pos;
     const out: unknown[] = new Array(n);
-    const view = this.view;
+    const view = this.dv();
     let pos = this.pos;
     for (let i = 0; i < n; i++, pos += 8) {
       const x = view.getFloat64(pos, true);
