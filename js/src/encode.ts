@@ -103,7 +103,7 @@ function countHolders(root: unknown, enc: Encoder): Set<object> {
 }
 
 class Encoder {
-  out = new Uint8Array(256);
+  out: Uint8Array;
   pos = 3;
   private readonly refs: boolean;
   private readonly canonical: boolean;
@@ -114,15 +114,16 @@ class Encoder {
   /** Objects being written, for cycle detection without refs. */
   private active: Set<object> | null;
   private path: (string | number)[] = [];
-  private shapes = new Map<string, number>();
+  private shapes: Map<string, number> | null = null;
   /** The shapes written last, found by the identity of their fields array (and their names):
    * a payload of records writes a few classes over and over, and making the string key of
    * every object took a third of the time of such payloads. */
   private recentShapes: { module: string; qualname: string; kind: ObjectKind; fields: readonly string[] | null; n: number }[] = [];
   /** Built-after occurrences, numbered in the order they start. */
   private occurrence = 0;
-  copies = new Set<number>();
-  private supersede: Set<number>;
+  /** Built-after occurrences found to be copies (spec 6.5), once there is one. */
+  copies: Set<number> | null = null;
+  private supersede: ReadonlySet<number>;
   private holders: Set<object> | null = null;
   buffers: Uint8Array[] = [];
   private typesByProto: Map<object, AllowedClass> | null = null;
@@ -131,7 +132,7 @@ class Encoder {
   /** GLOBAL entries of types: the allowed objects themselves. */
   private globals: Map<unknown, AllowedClass> | null = null;
 
-  constructor(readonly options: EncodeOptions, private readonly root: unknown, supersede: Set<number>) {
+  constructor(readonly options: EncodeOptions, private readonly root: unknown, supersede: ReadonlySet<number>) {
     this.refs = options.refs ?? true;
     this.canonical = options.canonical ?? false;
     this.sortKeys = options.sortKeys ?? false;
@@ -139,6 +140,14 @@ class Encoder {
     this.memo = this.refs ? new Map() : null;
     this.active = this.refs ? null : new Set();
     this.supersede = supersede;
+    // The output buffer of the last encode when it is free (not for an encode started inside
+    // another): a small payload would otherwise pay for a new one, a large one for its growth.
+    if (spareOut !== null) {
+      this.out = spareOut;
+      spareOut = null;
+    } else {
+      this.out = new Uint8Array(256);
+    }
     this.out[0] = 0xab;
     this.out[1] = 0x41;
     this.out[2] = 0x01;
@@ -572,7 +581,7 @@ class Encoder {
       if (memoized || copy || !useMemo) return;
       memoized = true;
       // A nested occurrence completed first: this one is a copy (found on the first pass).
-      if (this.memo!.has(v)) this.copies.add(n);
+      if (this.memo!.has(v)) (this.copies ??= new Set()).add(n);
       else this.memo!.set(v, at);
     };
     if (this.active !== null) this.active.add(v);
@@ -768,7 +777,7 @@ class Encoder {
   }
 
   private sortKey(v: unknown): Uint8Array {
-    const sub = new Encoder({ ...this.options, bufferCallback: undefined }, v, new Set());
+    const sub = new Encoder({ ...this.options, bufferCallback: undefined }, v, NO_COPIES);
     sub.value(v);
     return sub.out.slice(3, sub.pos);
   }
@@ -875,13 +884,14 @@ class Encoder {
       }
     }
     const key = `${module}\u0000${qualname}\u0000${kind}\u0000${fields?.join("\u0000") ?? ""}`;
-    const shape = this.shapes.get(key);
+    const shapes = (this.shapes ??= new Map());
+    const shape = shapes.get(key);
     if (recent.length === 8) recent.pop();
-    recent.unshift({ module, qualname, kind, fields, n: shape ?? this.shapes.size });
+    recent.unshift({ module, qualname, kind, fields, n: shape ?? shapes.size });
     this.byte(0x77);
     if (shape !== undefined) this.varint(shape + 1);
     else {
-      this.shapes.set(key, this.shapes.size);
+      shapes.set(key, shapes.size);
       this.varint(0);
       for (const name of [module, qualname]) {
         const b = new TextEncoder().encode(name);
@@ -1042,7 +1052,7 @@ class Encoder {
     const recorded = (): void => {
       if (memoized || copy || !useMemo) return;
       memoized = true;
-      if (this.memo!.has(v)) this.copies.add(n);
+      if (this.memo!.has(v)) (this.copies ??= new Set()).add(n);
       else this.memo!.set(v, at);
     };
     if (this.active !== null) this.active.add(v);
@@ -1309,16 +1319,32 @@ function walk(enc: Encoder, value: unknown): void {
   }
 }
 
+const NO_COPIES: ReadonlySet<number> = new Set();
+/** See the Encoder's constructor; kept only up to 1 MiB, so that one large encode does not
+ * hold its memory for good. */
+let spareOut: Uint8Array | null = null;
+const MAX_SPARE_OUT = 1 << 20;
+
 function encodePlain(value: unknown, options: EncodeOptions): { payload: Uint8Array; buffers: Uint8Array[] } {
   checkOptions(options);
-  let enc = new Encoder(options, value, new Set());
-  walk(enc, value);
-  if (enc.copies.size > 0) {
-    // Second pass (spec 6.5): the same walk, with SUPERSEDE before the copies.
-    enc = new Encoder(options, value, enc.copies);
+  let enc = new Encoder(options, value, NO_COPIES);
+  try {
     walk(enc, value);
+    if (enc.copies !== null) {
+      // Second pass (spec 6.5): the same walk, with SUPERSEDE before the copies.
+      const copies = enc.copies;
+      giveBack(enc.out);
+      enc = new Encoder(options, value, copies);
+      walk(enc, value);
+    }
+    return { payload: enc.out.slice(0, enc.pos), buffers: enc.buffers };
+  } finally {
+    giveBack(enc.out);
   }
-  return { payload: enc.out.slice(0, enc.pos), buffers: enc.buffers };
+}
+
+function giveBack(out: Uint8Array): void {
+  if (out.length <= MAX_SPARE_OUT) spareOut = out;
 }
 
 /** Encodes one value into a payload (signed and compressed if asked). */
