@@ -15,7 +15,7 @@ import { parseOutOfBand, fortranToC } from "./ext/out_of_band.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray } from "./ext/ndarray.js";
 import {
-  type AllowedClass, type Shape, type ValueClass, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, valueRule, hasValueRules,
+  type AllowedClass, type ClassInfo, type Shape, type ValueClass, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, valueRule, hasValueRules,
   inFixedTables, baseFits, BUILTIN_BASES, describeClass,
 } from "./object.js";
 import { KeyTable, keyProblem } from "./keys.js";
@@ -106,38 +106,53 @@ class Frame {
   hashCounts: Uint8Array | null = null;
 }
 
+type RecordMaker = (values: unknown[], info: ClassInfo) => object;
+
+/** Record makers by field list, shared by all decodes (a payload's shapes are its own, but the
+ * classes recur from payload to payload); bounded, past it new field lists are not kept. */
+const recordMakers = new Map<string, RecordMaker | null>();
+const MAX_RECORD_MAKERS = 4096;
+/** One record of each maker, of undefined fields, kept so that its hidden class lives: V8
+ * holds the classes made by adding properties weakly, and when a full GC finds no record of
+ * one left it drops the class, and with it the optimized decoder code that knew it. */
+const recordSamples: object[] = [];
+
 /** The function that makes a plain record of a shape, or null where that cannot be done (a
  * field named __proto__, too many fields, code generation refused by a content security
- * policy); made once per shape. It is a constructor whose prototype is Object.prototype, so
- * its objects are plain; it sets the fields, then the CLASS symbol: measured a third faster
- * than an object literal, which a computed (symbol) key takes off V8's fast literal path. */
-function recordFactory(shape: Shape): ((values: unknown[]) => object) | null {
+ * policy). It is a constructor whose prototype is Object.prototype, so its objects are plain;
+ * it sets the fields, then the CLASS symbol: measured a third faster than an object literal,
+ * which a computed (symbol) key takes off V8's fast literal path. */
+function recordFactory(shape: Shape): RecordMaker | null {
   if (shape.factory !== undefined) return shape.factory;
   const fields = shape.fields!;
-  shape.factory = null;
-  if (fields.length > 64 || fields.includes("__proto__")) return null;
-  try {
-    const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = v[${i}];`).join(" ");
-    shape.factory = new Function("S", "I", `function R(v) { ${sets} this[S] = I; }
-      R.prototype = Object.prototype;
-      return function (v) { return new R(v); };`)(CLASS, shape.info);
-  } catch {
-    shape.factory = null;
+  const key = fields.join("\u0000");
+  let make = recordMakers.get(key);
+  if (make === undefined) {
+    make = null;
+    if (fields.length <= 64 && !fields.includes("__proto__")) {
+      try {
+        const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = v[${i}];`).join(" ");
+        make = new Function("S", `function R(v, I) { ${sets} this[S] = I; }
+          R.prototype = Object.prototype;
+          return function (v, I) { return new R(v, I); };`)(CLASS) as RecordMaker;
+      } catch {
+        make = null;
+      }
+    }
+    if (recordMakers.size < MAX_RECORD_MAKERS) {
+      recordMakers.set(key, make);
+      if (make !== null) recordSamples.push(make(new Array(fields.length).fill(undefined), shape.info));
+    }
   }
-  return shape.factory!;
+  shape.factory = make;
+  return make;
 }
 
 const MAX_RECORD_KEYS = 16;
 
-/**
- * The frames of a finished decode, kept for the next one: a small payload would otherwise
- * spend a third of its time making frames and their scratch arrays. A decode takes them when
- * they are free (a decode started from inside another, by a class's decode function, makes
- * its own), and gives them back holding no value of its own: what they keep is key strs and
- * makers of key sequences (compared by value), which the next decode may reuse.
- */
-let framePool: Frame[] | null = [];
-
+/** The frames of a finished decode, kept by the reused decoder for the next one, holding no
+ * value of its own: what they keep is key strs and makers of key sequences (compared by
+ * value), which the next decode may reuse. */
 function releaseFrames(stack: Frame[]): void {
   for (let i = 0; i < stack.length; i++) {
     const f = stack[i];
@@ -153,7 +168,6 @@ function releaseFrames(stack: Frame[]): void {
     // Positions in this decode's input: meaningless in the next one.
     f.keyLen?.fill(0);
   }
-  framePool = stack;
 }
 
 /** How deep the recursive fast path goes before the stack machine takes over: deep enough
@@ -337,19 +351,21 @@ const KEY_CACHE_SIZE = 4096;
 const keyCache: ({ bytes: Uint8Array; text: string } | undefined)[] = new Array(KEY_CACHE_SIZE);
 
 export class BodyDecoder {
-  private buf: Uint8Array;
+  // Every field is set by init(), which a reused decoder runs again for each decode.
+  private buf!: Uint8Array;
   private view: DataView | null = null;
-  private pos: number;
-  private end: number;
+  private pos!: number;
+  private end!: number;
   /** absolute offset = buffer index - delta */
-  private delta: number;
+  private delta!: number;
   /** body offset = buffer index - bodyStart */
-  private bodyStart: number;
-  private maxDepth: number;
-  private readonly objectDicts: boolean;
+  private bodyStart!: number;
+  private maxDepth!: number;
+  private options!: ValueOptions;
+  private objectDicts!: boolean;
   private depth = 0;
-  private spent: number;
-  private maxAlloc: number;
+  private spent!: number;
+  private maxAlloc!: number;
   /** The recorded objects, in refValues, found by body offset through refTable: an open
    * addressing table of pairs (offset + 1, 1 + index in refValues), at most half full. A REF
    * is then a multiply and a load or two, with no Map and no boxing; a table indexed by offset
@@ -358,15 +374,14 @@ export class BodyDecoder {
   private refMask = 0;
   private refValues: unknown[] = [];
   private incomplete: Set<number> | null = null;
+  /** The open containers; a reused decoder keeps its frames (and their scratch arrays). */
   private stack: Frame[] = [];
-  /** Whether `stack` is the shared one (see framePool). */
-  private pooled = false;
   private sp = 0;
   private vr = varintReader;
   private shapes: Shape[] = [];
   private usedBuffers: Set<string> | null = null;
   private hashWork = 0;
-  private hashBudget: number;
+  private hashBudget!: number;
   private fingerprints: Map<object, string> | null = null;
   /** When set, every value met is recorded here (amber inspect). */
   tracer: TraceEvent[] | null = null;
@@ -380,18 +395,48 @@ export class BodyDecoder {
 
   constructor(
     buf: Uint8Array, start: number, end: number, errorBase: number,
-    private readonly options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number,
+    options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number,
   ) {
+    this.init(buf, start, end, errorBase, options, spent, maxAlloc, hashBudget);
+  }
+
+  /** Sets every field for a decode of buf[start, end) (all but the frames, which only hold
+   * what releaseFrames left). */
+  init(buf: Uint8Array, start: number, end: number, errorBase: number, options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number): void {
     this.buf = buf;
+    this.view = null;
     this.pos = start;
     this.end = end;
     this.bodyStart = start;
     this.delta = start - errorBase;
+    this.options = options;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
     this.objectDicts = options.dicts === "object";
+    this.depth = 0;
     this.spent = spent;
     this.maxAlloc = maxAlloc;
+    this.refTable = NO_REFS;
+    this.refMask = 0;
+    this.refValues = [];
+    this.incomplete = null;
+    this.sp = 0;
+    this.shapes = [];
+    this.usedBuffers = null;
+    this.hashWork = 0;
     this.hashBudget = hashBudget;
+    this.fingerprints = null;
+    this.tracer = null;
+    this.trackedIndex = null;
+    this.headPos = -1;
+    this.lastRef = 0;
+    this.lastShapeNumber = 0;
+    this.lastShapeDefined = false;
+  }
+
+  /** After a decode: the frames and fields let go of its input and values. */
+  release(): void {
+    releaseFrames(this.stack);
+    this.init(NO_INPUT, 0, 0, 0, NO_OPTIONS, 0, 0, 0);
   }
 
   /** A view of the input for floats, made at the first (small payloads often have none). */
@@ -469,19 +514,10 @@ export class BodyDecoder {
   /** Decodes the whole body: one root value, then the end. */
   decode(): unknown {
     if (this.pos >= this.end) throw this.err("truncated", this.end);
-    if (framePool !== null) {
-      this.stack = framePool;
-      framePool = null;
-      this.pooled = true;
-    }
-    try {
-      // Tracing records every value as the stack machine meets it: no fast path then.
-      const value = this.tracer === null ? this.fast() : this.run(0);
-      if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
-      return value;
-    } finally {
-      if (this.pooled) releaseFrames(this.stack);
-    }
+    // Tracing records every value as the stack machine meets it: no fast path then.
+    const value = this.tracer === null ? this.fast() : this.run(0);
+    if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
+    return value;
   }
 
   /** The stack machine: runs until the frame at index `base` (and all above it) completes,
@@ -595,7 +631,24 @@ export class BodyDecoder {
         this.pos = at + 1;
         v = this.openDict(tag - 0x60, at, -1);
         break;
+      case 0x58: case 0x59: case 0x5a: case 0x5b:
+        this.pos = at + 1;
+        v = this.openList(tag - 0x58, at, -1);
+        break;
+      case 0x90:
+        this.pos = at + 1;
+        return null;
+      case 0x91:
+        this.pos = at + 1;
+        return false;
+      case 0x92:
+        this.pos = at + 1;
+        return true;
       default:
+        if (tag >= 0x80 && tag < 0x90) {
+          this.pos = at + 1;
+          return tag - 0x90;
+        }
         if (tag >= 0xc0 && tag < 0xd8) {
           // A tracked SHORT_STR (Python marks the strs it shares, dict keys above all).
           this.charge(cost.SCALAR, at);
@@ -918,7 +971,7 @@ export class BodyDecoder {
       }
       case F.RecordValues:
         this.depth--;
-        return f.shape!.factory!(f.values!);
+        return f.shape!.factory!(f.values!, f.shape!.info);
       case F.TupleList:
         this.depth -= 2;
         return f.container;
@@ -1790,7 +1843,8 @@ export class BodyDecoder {
     }
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
-    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields } };
+    // Every property from the start (factory too): one hidden class for all shapes.
+    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined };
     this.shapes.push(shape);
     return shape;
   }
@@ -1884,6 +1938,33 @@ export class BodyDecoder {
   }
 }
 
+
+const NO_INPUT = new Uint8Array(0);
+const NO_OPTIONS: ValueOptions = {};
+
+/**
+ * One decoder for every decode, reset for each: a small payload spent a third of its time
+ * making a decoder and its frames, and, above all, V8's optimized decoder code holds the
+ * decoder it was made with weakly; when a full GC found that one gone, all of that code was
+ * thrown away, and every decode after a full GC ran slow until it was made again (measured:
+ * twice the time of a record payload's decode). A decode started inside another (by a
+ * class's decode function) makes a decoder of its own.
+ */
+let spareDecoder: BodyDecoder | null = new BodyDecoder(NO_INPUT, 0, 0, 0, NO_OPTIONS, 0, 0, 0);
+
+/** Decodes one body (see BodyDecoder), with the shared decoder when it is free. */
+export function decodeBody(buf: Uint8Array, start: number, end: number, errorBase: number, options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number): unknown {
+  const d = spareDecoder;
+  if (d === null) return new BodyDecoder(buf, start, end, errorBase, options, spent, maxAlloc, hashBudget).decode();
+  spareDecoder = null;
+  d.init(buf, start, end, errorBase, options, spent, maxAlloc, hashBudget);
+  try {
+    return d.decode();
+  } finally {
+    d.release();
+    spareDecoder = d;
+  }
+}
 
 /** The call of REDUCE_KW and NEWOBJ_KW: (arguments, keyword arguments), the keywords strs. */
 function isCall(v: unknown): boolean {

@@ -1325,6 +1325,10 @@ const NO_COPIES: ReadonlySet<number> = new Set();
 let spareOut: Uint8Array | null = null;
 const MAX_SPARE_OUT = 1 << 20;
 
+/** An encoder kept for good, never run, so that the hidden class of all encoders lives (see
+ * keptDecoder in decode.ts: a full GC with none alive cost the optimized encoder code). */
+const keptEncoder = new Encoder({}, null, NO_COPIES);
+
 function encodePlain(value: unknown, options: EncodeOptions): { payload: Uint8Array; buffers: Uint8Array[] } {
   checkOptions(options);
   let enc = new Encoder(options, value, NO_COPIES);
