@@ -103,16 +103,19 @@ function countHolders(root: unknown, enc: Encoder): Set<object> {
 }
 
 class Encoder {
-  out: Uint8Array;
+  // Every field is set by init(), which the reused encoder runs again for each encode.
+  out: Uint8Array = NO_OUTPUT;
   pos = 3;
-  private readonly refs: boolean;
-  private readonly canonical: boolean;
-  private readonly sortKeys: boolean;
-  private readonly maxDepth: number;
+  options!: EncodeOptions;
+  private root: unknown;
+  private refs!: boolean;
+  private canonical!: boolean;
+  private sortKeys!: boolean;
+  private maxDepth!: number;
   private depth = 0;
-  private memo: Map<object, number> | null;
+  private memo!: Map<object, number> | null;
   /** Objects being written, for cycle detection without refs. */
-  private active: Set<object> | null;
+  private active!: Set<object> | null;
   private path: (string | number)[] = [];
   private shapes: Map<string, number> | null = null;
   /** The shapes written last, found by the identity of their fields array (and their names):
@@ -123,7 +126,7 @@ class Encoder {
   private occurrence = 0;
   /** Built-after occurrences found to be copies (spec 6.5), once there is one. */
   copies: Set<number> | null = null;
-  private supersede: ReadonlySet<number>;
+  private supersede!: ReadonlySet<number>;
   private holders: Set<object> | null = null;
   buffers: Uint8Array[] = [];
   private typesByProto: Map<object, AllowedClass> | null = null;
@@ -132,25 +135,39 @@ class Encoder {
   /** GLOBAL entries of types: the allowed objects themselves. */
   private globals: Map<unknown, AllowedClass> | null = null;
 
-  constructor(readonly options: EncodeOptions, private readonly root: unknown, supersede: ReadonlySet<number>) {
+  constructor(options: EncodeOptions, root: unknown, supersede: ReadonlySet<number>) {
+    this.init(options, root, supersede);
+  }
+
+  /** Sets every field for an encode of `root`; the output buffer is kept when it is at most
+   * MAX_KEPT_OUT (a small payload would otherwise pay for a new one, a large one for its
+   * growth), so that one large encode does not hold its memory for good. */
+  init(options: EncodeOptions, root: unknown, supersede: ReadonlySet<number>): void {
+    this.options = options;
+    this.root = root;
     this.refs = options.refs ?? true;
     this.canonical = options.canonical ?? false;
     this.sortKeys = options.sortKeys ?? false;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+    this.depth = 0;
     this.memo = this.refs ? new Map() : null;
     this.active = this.refs ? null : new Set();
+    this.path = [];
+    this.shapes = null;
+    this.recentShapes = [];
+    this.occurrence = 0;
+    this.copies = null;
     this.supersede = supersede;
-    // The output buffer of the last encode when it is free (not for an encode started inside
-    // another): a small payload would otherwise pay for a new one, a large one for its growth.
-    if (spareOut !== null) {
-      this.out = spareOut;
-      spareOut = null;
-    } else {
-      this.out = new Uint8Array(256);
-    }
+    this.holders = null;
+    this.buffers = [];
+    this.typesByProto = null;
+    this.globalNames = null;
+    this.globals = null;
+    if (this.out.length === 0 || this.out.length > MAX_KEPT_OUT) this.out = new Uint8Array(256);
     this.out[0] = 0xab;
     this.out[1] = 0x41;
     this.out[2] = 0x01;
+    this.pos = 3;
     if (options.types?.length) {
       this.typesByProto = new Map();
       for (const t of options.types) {
@@ -1256,6 +1273,9 @@ class Encoder {
   }
 }
 
+const NO_OUTPUT = new Uint8Array(0);
+const NO_OPTIONS: EncodeOptions = {};
+
 /** A writer of the deep walk: it yields each child value for the walk's loop to write. */
 type Walk = Generator<unknown, void, undefined>;
 
@@ -1320,35 +1340,36 @@ function walk(enc: Encoder, value: unknown): void {
 }
 
 const NO_COPIES: ReadonlySet<number> = new Set();
-/** See the Encoder's constructor; kept only up to 1 MiB, so that one large encode does not
- * hold its memory for good. */
-let spareOut: Uint8Array | null = null;
-const MAX_SPARE_OUT = 1 << 20;
+const MAX_KEPT_OUT = 1 << 20;
 
-/** An encoder kept for good, never run, so that the hidden class of all encoders lives (see
- * keptDecoder in decode.ts: a full GC with none alive cost the optimized encoder code). */
-const keptEncoder = new Encoder({}, null, NO_COPIES);
+/**
+ * One encoder for every encode, reset for each (as the decoder is, see decodeBody): V8's
+ * optimized encoder code holds the encoder it was made with weakly, and when a full GC found
+ * that one gone, all of that code was thrown away. An encode started inside another (by a
+ * class's encode function) makes an encoder of its own.
+ */
+let spareEncoder: Encoder | null = new Encoder({}, null, NO_COPIES);
 
 function encodePlain(value: unknown, options: EncodeOptions): { payload: Uint8Array; buffers: Uint8Array[] } {
   checkOptions(options);
-  let enc = new Encoder(options, value, NO_COPIES);
+  const enc = spareEncoder ?? new Encoder(options, value, NO_COPIES);
+  const shared = enc === spareEncoder;
+  spareEncoder = null;
   try {
+    enc.init(options, value, NO_COPIES);
     walk(enc, value);
     if (enc.copies !== null) {
       // Second pass (spec 6.5): the same walk, with SUPERSEDE before the copies.
-      const copies = enc.copies;
-      giveBack(enc.out);
-      enc = new Encoder(options, value, copies);
+      enc.init(options, value, enc.copies);
       walk(enc, value);
     }
     return { payload: enc.out.slice(0, enc.pos), buffers: enc.buffers };
   } finally {
-    giveBack(enc.out);
+    if (shared) {
+      enc.init(NO_OPTIONS, null, NO_COPIES);
+      spareEncoder = enc;
+    }
   }
-}
-
-function giveBack(out: Uint8Array): void {
-  if (out.length <= MAX_SPARE_OUT) spareOut = out;
 }
 
 /** Encodes one value into a payload (signed and compressed if asked). */
