@@ -125,7 +125,8 @@ const recordSamples: object[] = [];
 function recordFactory(shape: Shape): RecordMaker | null {
   if (shape.factory !== undefined) return shape.factory;
   const fields = shape.fields!;
-  const key = fields.join("\u0000");
+  // JSON, not a join: a field name may hold any character, NUL included.
+  const key = JSON.stringify(fields);
   let make = recordMakers.get(key);
   if (make === undefined) {
     make = null;

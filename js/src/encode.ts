@@ -900,7 +900,8 @@ class Encoder {
         return;
       }
     }
-    const key = `${module}\u0000${qualname}\u0000${kind}\u0000${fields?.join("\u0000") ?? ""}`;
+    // JSON, not a join: a field name may hold any character, NUL included.
+    const key = JSON.stringify([module, qualname, kind, fields]);
     const shapes = (this.shapes ??= new Map());
     const shape = shapes.get(key);
     if (recent.length === 8) recent.pop();

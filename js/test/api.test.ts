@@ -309,6 +309,16 @@ test("canonical sortKeys orders dicts but not the dict inside an OrderedDict (sp
   assert.deepEqual([...back[1].keys()], ["a", "b"]);
 });
 
+test("classes whose field lists join alike stay apart (a field name may hold a NUL)", () => {
+  const two = new Placeholder("m", "C", "ATTRS", ["a", "b"], [1, 2]);
+  const one = new Placeholder("m", "C", "ATTRS", ["a\u0000b"], [3]);
+  const payload = encode([two, one, new Placeholder("m", "C", "ATTRS", ["a", "b"], [4, 5])]);
+  const back = decode(payload, { placeholders: true }) as Placeholder[];
+  assert.deepEqual(back.map((p) => p.fields), [["a", "b"], ["a\u0000b"], ["a", "b"]]);
+  const plain = decode(payload, { placeholders: "plain" }) as Record<string, unknown>[];
+  assert.deepEqual(plain.map((r) => Object.fromEntries(Object.entries(r))), [{ a: 1, b: 2 }, { "a\u0000b": 3 }, { a: 4, b: 5 }]);
+});
+
 test("dicts as objects: a __proto__ key is an own property, never the prototype", () => {
   const src = JSON.parse('[{"__proto__":1,"x":2},{"x":2,"__proto__":{"polluted":true}},{"a":1},{"a":2}]');
   const payload = encode(src);
