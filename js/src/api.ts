@@ -1,7 +1,7 @@
 // The public decode entry points: header and envelope, then the body.
 
 import { DecodeError } from "./errors.js";
-import { BodyDecoder, HARD_MAX_DEPTH, type ValueOptions } from "./decode.js";
+import { decodeBody, HARD_MAX_DEPTH, type ValueOptions } from "./decode.js";
 import { defaultAllocBudget } from "./limits.js";
 import {
   readSealed, openSealed, signatureMatches, resolveKeys, resolveKeysAsync, hmacSync, hmacAsync,
@@ -21,7 +21,7 @@ function checkOptions(options: DecodeOptions): void {
 function decodeOpened(body: OpenBody, options: DecodeOptions, inputLength: number): unknown {
   const hashBudget = 16 * Math.max(inputLength, body.end - body.start) + (1 << 20);
   try {
-    return new BodyDecoder(body.buf, body.start, body.end, body.errorBase, options, body.spent, body.maxAlloc, hashBudget).decode();
+    return decodeBody(body.buf, body.start, body.end, body.errorBase, options, body.spent, body.maxAlloc, hashBudget);
   } catch (e) {
     if (e instanceof DecodeError && body.decompressed) {
       e.inDecompressedBody = true;
@@ -48,7 +48,7 @@ export function decode(input: Uint8Array | ArrayBuffer, options: DecodeOptions =
     // Small payloads (cache entries, queue messages) would otherwise pay the envelope's
     // bookkeeping on every call.
     const maxAlloc = options.maxAlloc ?? defaultAllocBudget(data.length);
-    return new BodyDecoder(data, 3, data.length, 3, options, 0, maxAlloc, 16 * data.length + (1 << 20)).decode();
+    return decodeBody(data, 3, data.length, 3, options, 0, maxAlloc, 16 * data.length + (1 << 20));
   }
   const keys = options.keys?.length ? resolveKeys(options.keys) : null;
   const sealed = readSealed(data, keys);

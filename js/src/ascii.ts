@@ -8,7 +8,10 @@ const units: number[] = [];
 
 /** The string of n bytes at p when all are ASCII, else null. */
 export function asciiString(b: Uint8Array, p: number, n: number): string | null {
-  for (let i = 0; i < n; i++) if (b[p + i] >= 0x80) return null;
+  // One test of all the bytes or-ed together: no branch per byte.
+  let or = 0;
+  for (let i = 0; i < n; i++) or |= b[p + i];
+  if (or >= 0x80) return null;
   switch (n) {
     case 0: return "";
     case 1: return fc(b[p]);

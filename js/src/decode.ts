@@ -15,7 +15,7 @@ import { parseOutOfBand, fortranToC } from "./ext/out_of_band.js";
 import { PyArray } from "./ext/array.js";
 import { NDArray } from "./ext/ndarray.js";
 import {
-  type AllowedClass, type Shape, type ValueClass, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, valueRule, hasValueRules,
+  type AllowedClass, type ClassInfo, type Shape, type ValueClass, isDottedName, MAX_NAME, MAX_FIELDS, valueCount, valueRule, hasValueRules,
   inFixedTables, baseFits, BUILTIN_BASES, describeClass,
 } from "./object.js";
 import { KeyTable, keyProblem } from "./keys.js";
@@ -91,29 +91,89 @@ class Frame {
   /** RecordValues and DictRecord: arrays kept with the frame, reused from record to record. */
   scratch: unknown[] | null = null;
   keyScratch: string[] | null = null;
-  /** Dicts and sets: small-int keys seen, and their V8 hash buckets (hash flooding). */
-  smiKeys = 0;
-  smiCounts: Uint8Array | null = null;
+  /** DictRecord, fast path: where the encoding of keyScratch[i] was read and its length (0:
+   * not reusable). A record's key whose bytes are those of the key at the same place in the
+   * record before is the same str (a REF to the same offset, or the same short str), so it
+   * is taken without decoding. */
+  keyPos: Int32Array | null = null;
+  keyLen: Int32Array | null = null;
+  /** DictRecord: the key sequence of the last record made at this level and its maker, so
+   * that a run of records of the same keys skips the trie (the keys compare as pointers). */
+  lastKeys: string[] = [];
+  lastMake: ((v: unknown[]) => object) | null = null;
+  /** Dicts and sets: number and bigint keys seen, and their V8 hash buckets (hash flooding). */
+  hashedKeys = 0;
+  hashCounts: Uint8Array | null = null;
 }
 
-/** The function that makes a plain record of a shape in one object literal, or null where
- * that cannot be done (a field named __proto__, too many fields, code generation refused by
- * a content security policy); made once per shape. */
-function recordFactory(shape: Shape): ((values: unknown[]) => object) | null {
+type RecordMaker = (values: unknown[], info: ClassInfo) => object;
+
+/** Record makers by field list, shared by all decodes (a payload's shapes are its own, but the
+ * classes recur from payload to payload); bounded, past it new field lists are not kept. */
+const recordMakers = new Map<string, RecordMaker | null>();
+const MAX_RECORD_MAKERS = 4096;
+/** One record of each maker, of undefined fields, kept so that its hidden class lives: V8
+ * holds the classes made by adding properties weakly, and when a full GC finds no record of
+ * one left it drops the class, and with it the optimized decoder code that knew it. */
+const recordSamples: object[] = [];
+
+/** The function that makes a plain record of a shape, or null where that cannot be done (a
+ * field named __proto__, too many fields, code generation refused by a content security
+ * policy). It is a constructor whose prototype is Object.prototype, so its objects are plain;
+ * it sets the fields, then the CLASS symbol: measured a third faster than an object literal,
+ * which a computed (symbol) key takes off V8's fast literal path. */
+function recordFactory(shape: Shape): RecordMaker | null {
   if (shape.factory !== undefined) return shape.factory;
   const fields = shape.fields!;
-  shape.factory = null;
-  if (fields.length > 64 || fields.includes("__proto__")) return null;
-  try {
-    const props = fields.map((f, i) => `${JSON.stringify(f)}: v[${i}]`).join(", ");
-    shape.factory = new Function("S", "I", `return function (v) { return { [S]: I, ${props} }; };`)(CLASS, shape.info);
-  } catch {
-    shape.factory = null;
+  // JSON, not a join: a field name may hold any character, NUL included.
+  const key = JSON.stringify(fields);
+  let make = recordMakers.get(key);
+  if (make === undefined) {
+    make = null;
+    if (fields.length <= 64 && !fields.includes("__proto__")) {
+      try {
+        const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = v[${i}];`).join(" ");
+        make = new Function("S", `function R(v, I) { ${sets} this[S] = I; }
+          R.prototype = Object.prototype;
+          return function (v, I) { return new R(v, I); };`)(CLASS) as RecordMaker;
+      } catch {
+        make = null;
+      }
+    }
+    if (recordMakers.size < MAX_RECORD_MAKERS) {
+      recordMakers.set(key, make);
+      if (make !== null) recordSamples.push(make(new Array(fields.length).fill(undefined), shape.info));
+    }
   }
-  return shape.factory!;
+  shape.factory = make;
+  return make;
 }
 
 const MAX_RECORD_KEYS = 16;
+
+/** The frames of a finished decode, kept by the reused decoder for the next one, holding no
+ * value of its own: what they keep is key strs and makers of key sequences (compared by
+ * value), which the next decode may reuse. */
+function releaseFrames(stack: Frame[]): void {
+  for (let i = 0; i < stack.length; i++) {
+    const f = stack[i];
+    f.container = null;
+    f.key = undefined;
+    f.values = null;
+    f.row = null;
+    f.shape = null;
+    f.event = null;
+    f.keys = null;
+    f.hashCounts = null;
+    f.scratch?.fill(undefined);
+    // Positions in this decode's input: meaningless in the next one.
+    f.keyLen?.fill(0);
+  }
+}
+
+/** How deep the recursive fast path goes before the stack machine takes over: deep enough
+ * for real data, shallow enough for any caller's call stack. */
+const FAST_DEPTH = 128;
 
 /** Key sequences met so far, as a trie, each with the function that makes an object of
  * those keys by one literal (generated at its second use). Bounded: past MAX_TRIE_NODES
@@ -123,7 +183,9 @@ const keyTrie: KeyNode = { next: null, uses: 0, make: undefined };
 let trieNodes = 0;
 const MAX_TRIE_NODES = 20000;
 
-function makeDictRecord(keys: string[], values: unknown[], n: number): object {
+/** The trie node of a key sequence, its maker made at its second use; undefined when the
+ * trie is full. */
+function dictRecordNode(keys: string[], n: number): KeyNode | undefined {
   let node: KeyNode | undefined = keyTrie;
   for (let i = 0; i < n && node !== undefined; i++) {
     let next: KeyNode | undefined = node.next?.get(keys[i]);
@@ -144,19 +206,32 @@ function makeDictRecord(keys: string[], values: unknown[], n: number): object {
         // code generation refused (a content security policy): key by key below
       }
     }
-    if (node.make) return node.make(values);
   }
-  const obj: Record<string, unknown> = {};
-  for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
-  return obj;
+  return node;
 }
 
 const HASH_LIMIT = 64;
-const MAX_SLOT_TABLE = 1 << 24;
-const SMI_MIN = -(2 ** 30);
-const SMI_MAX = 2 ** 30 - 1;
 
-/** V8's ComputeUnseededHash, which its Maps and Sets use for small-int keys. */
+/** The REF table before the first tracked value: one empty slot, never written (the first
+ * record grows the table). */
+const NO_REFS = new Int32Array(2);
+/** One varint reader for all decoders: each read is consumed before anything else runs. */
+const varintReader = new VarintReader();
+
+/** The home slot of a body offset in the REF table (a multiplicative hash, its high bits
+ * folded down so that offsets of a common stride spread). */
+function refHash(off: number, mask: number): number {
+  const h = Math.imul(off, 0x9e3779b1);
+  return (h ^ (h >>> 15)) & mask;
+}
+
+function insertRef(table: Int32Array, mask: number, off: number, index: number): void {
+  let i = refHash(off, mask);
+  while (table[2 * i] !== 0) i = (i + 1) & mask;
+  table[2 * i] = off + 1;
+  table[2 * i + 1] = index;
+}
+/** V8's ComputeUnseededHash, which its Maps and Sets use for int32 keys. */
 function v8SmiHash(key: number): number {
   let hash = key >>> 0;
   hash = (~hash + (hash << 15)) >>> 0;
@@ -166,6 +241,51 @@ function v8SmiHash(key: number): number {
   hash = Math.imul(hash, 2057) >>> 0;
   hash = (hash ^ (hash >>> 16)) >>> 0;
   return hash & 0x3fffffff;
+}
+
+/** V8's ComputeLongHash of the 64-bit value lo + 2^32 hi, in 32-bit halves (no BigInt). */
+function v8LongHash(lo: number, hi: number): number {
+  // hash = ~hash + (hash << 18)
+  let t = (~lo >>> 0) + ((lo << 18) >>> 0);
+  hi = ((~hi >>> 0) + (((hi << 18) | (lo >>> 14)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  lo = t >>> 0;
+  // hash = hash ^ (hash >> 31)
+  lo = (lo ^ ((lo >>> 31) | (hi << 1))) >>> 0;
+  hi = (hi ^ (hi >>> 31)) >>> 0;
+  // hash = hash * 21, as hash + (hash << 2) + (hash << 4)
+  t = lo + ((lo << 2) >>> 0);
+  let h = (hi + (((hi << 2) | (lo >>> 30)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  const l = t >>> 0;
+  t = l + ((lo << 4) >>> 0);
+  hi = (h + (((hi << 4) | (lo >>> 28)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  lo = t >>> 0;
+  // hash = hash ^ (hash >> 11)
+  lo = (lo ^ ((lo >>> 11) | (hi << 21))) >>> 0;
+  hi = (hi ^ (hi >>> 11)) >>> 0;
+  // hash = hash + (hash << 6)
+  t = lo + ((lo << 6) >>> 0);
+  h = (hi + (((hi << 6) | (lo >>> 26)) >>> 0) + (t > 0xffffffff ? 1 : 0)) >>> 0;
+  lo = t >>> 0;
+  hi = h;
+  // hash = hash ^ (hash >> 22), of which the low 30 bits are kept
+  return ((lo ^ ((lo >>> 22) | (hi << 10))) >>> 0) & 0x3fffffff;
+}
+
+const hashScratch = new DataView(new ArrayBuffer(8));
+
+/** The hash V8 gives a number or bigint key of a Map or Set (Object::GetSimpleHash), none of
+ * them seeded: an int32 value (a Smi, or a heap number holding one) by ComputeUnseededHash;
+ * any other number by ComputeLongHash of its IEEE bits; a bigint by ComputeLongHash of the
+ * lowest 64 bits of its magnitude (so 2^64, 2 x 2^64, ... all hash alike). */
+function v8KeyHash(k: number | bigint): number {
+  if (typeof k === "number") {
+    if ((k | 0) === k) return v8SmiHash(k);
+    hashScratch.setFloat64(0, k, true);
+  } else {
+    if (k === 0n) return 0;
+    hashScratch.setBigUint64(0, k < 0n ? -k : k, true);
+  }
+  return v8LongHash(hashScratch.getUint32(0, true), hashScratch.getUint32(4, true));
 }
 
 /** What a traced value is (amber inspect's kinds). */
@@ -232,38 +352,41 @@ const KEY_CACHE_SIZE = 4096;
 const keyCache: ({ bytes: Uint8Array; text: string } | undefined)[] = new Array(KEY_CACHE_SIZE);
 
 export class BodyDecoder {
-  private buf: Uint8Array;
-  private view: DataView;
-  private pos: number;
-  private end: number;
+  // Every field is set by init(), which a reused decoder runs again for each decode.
+  private buf!: Uint8Array;
+  private view: DataView | null = null;
+  private pos!: number;
+  private end!: number;
   /** absolute offset = buffer index - delta */
-  private delta: number;
+  private delta!: number;
   /** body offset = buffer index - bodyStart */
-  private bodyStart: number;
-  private maxDepth: number;
-  private readonly objectDicts: boolean;
+  private bodyStart!: number;
+  private maxDepth!: number;
+  private options!: ValueOptions;
+  private objectDicts!: boolean;
   private depth = 0;
-  private spent: number;
-  private maxAlloc: number;
-  /** The recorded objects: refSlots[body offset] is 1 + their index in refValues (0: none).
-   * An array indexed by offset makes a REF one load, where a Map costs a hash lookup; it is
-   * made at the first tracked tag, 4 bytes per body byte (well inside the budget). */
-  private refSlots: Int32Array | null = null;
-  /** For bodies above MAX_SLOT_TABLE bytes, the same in a Map (the array would be large). */
-  private refMap: Map<number, number> | null = null;
+  private spent!: number;
+  private maxAlloc!: number;
+  /** The recorded objects, in refValues, found by body offset through refTable: an open
+   * addressing table of pairs (offset + 1, 1 + index in refValues), at most half full. A REF
+   * is then a multiply and a load or two, with no Map and no boxing; a table indexed by offset
+   * itself would cost 4 bytes per body byte, allocated and zeroed on every decode. */
+  private refTable = NO_REFS;
+  private refMask = 0;
   private refValues: unknown[] = [];
   private incomplete: Set<number> | null = null;
+  /** The open containers; a reused decoder keeps its frames (and their scratch arrays). */
   private stack: Frame[] = [];
   private sp = 0;
-  private vr = new VarintReader();
+  private vr = varintReader;
   private shapes: Shape[] = [];
   private usedBuffers: Set<string> | null = null;
   private hashWork = 0;
-  private hashBudget: number;
+  private hashBudget!: number;
   private fingerprints: Map<object, string> | null = null;
   /** When set, every value met is recorded here (amber inspect). */
   tracer: TraceEvent[] | null = null;
-  private trackedIndex = new Map<number, number>();
+  private trackedIndex: Map<number, number> | null = null;
   /** Where the head of the value just read ends (its data follows), or -1. */
   private headPos = -1;
   private lastRef = 0;
@@ -273,19 +396,53 @@ export class BodyDecoder {
 
   constructor(
     buf: Uint8Array, start: number, end: number, errorBase: number,
-    private readonly options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number,
+    options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number,
   ) {
+    this.init(buf, start, end, errorBase, options, spent, maxAlloc, hashBudget);
+  }
+
+  /** Sets every field for a decode of buf[start, end) (all but the frames, which only hold
+   * what releaseFrames left). */
+  init(buf: Uint8Array, start: number, end: number, errorBase: number, options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number): void {
     this.buf = buf;
-    this.view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+    this.view = null;
     this.pos = start;
     this.end = end;
     this.bodyStart = start;
     this.delta = start - errorBase;
+    this.options = options;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
     this.objectDicts = options.dicts === "object";
+    this.depth = 0;
     this.spent = spent;
     this.maxAlloc = maxAlloc;
+    this.refTable = NO_REFS;
+    this.refMask = 0;
+    this.refValues = [];
+    this.incomplete = null;
+    this.sp = 0;
+    this.shapes = [];
+    this.usedBuffers = null;
+    this.hashWork = 0;
     this.hashBudget = hashBudget;
+    this.fingerprints = null;
+    this.tracer = null;
+    this.trackedIndex = null;
+    this.headPos = -1;
+    this.lastRef = 0;
+    this.lastShapeNumber = 0;
+    this.lastShapeDefined = false;
+  }
+
+  /** After a decode: the frames and fields let go of its input and values. */
+  release(): void {
+    releaseFrames(this.stack);
+    this.init(NO_INPUT, 0, 0, 0, NO_OPTIONS, 0, 0, 0);
+  }
+
+  /** A view of the input for floats, made at the first (small payloads often have none). */
+  private dv(): DataView {
+    return (this.view ??= new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength));
   }
 
   private err(kind: Parameters<typeof decodeError>[0], index: number, message?: string): DecodeError {
@@ -332,8 +489,8 @@ export class BodyDecoder {
     f.at = at;
     f.trackOff = -1;
     f.keys = null;
-    f.smiKeys = 0;
-    f.smiCounts = null;
+    f.hashedKeys = 0;
+    f.hashCounts = null;
     f.values = null;
     f.shape = null;
     f.row = null;
@@ -341,35 +498,36 @@ export class BodyDecoder {
   }
 
   private record(bodyOff: number, value: unknown): void {
-    this.refValues.push(value);
-    if (this.refMap !== null) {
-      this.refMap.set(bodyOff, this.refValues.length);
-      return;
-    }
-    if (this.refSlots === null) {
-      const n = this.end - this.bodyStart;
-      if (n > MAX_SLOT_TABLE) {
-        (this.refMap = new Map()).set(bodyOff, this.refValues.length);
-        return;
-      }
-      this.refSlots = new Int32Array(n);
-    }
-    this.refSlots[bodyOff] = this.refValues.length;
+    const index = this.refValues.push(value);
+    if (index > this.refMask >> 1) this.growRefs();
+    insertRef(this.refTable, this.refMask, bodyOff, index);
+  }
+
+  private growRefs(): void {
+    const old = this.refTable;
+    const mask = Math.max(31, this.refMask * 2 + 1);
+    const table = new Int32Array(2 * (mask + 1));
+    for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) insertRef(table, mask, old[i] - 1, old[i + 1]);
+    this.refTable = table;
+    this.refMask = mask;
   }
 
   /** Decodes the whole body: one root value, then the end. */
   decode(): unknown {
     if (this.pos >= this.end) throw this.err("truncated", this.end);
-    const value = this.run();
+    // Tracing records every value as the stack machine meets it: no fast path then.
+    const value = this.tracer === null ? this.fast() : this.run(0);
     if (this.pos !== this.end) throw this.err("trailing_bytes", this.pos);
     return value;
   }
 
-  private run(): unknown {
+  /** The stack machine: runs until the frame at index `base` (and all above it) completes,
+   * and returns its value (base 0: the root value). */
+  private run(base: number): unknown {
     const stack = this.stack;
     const buf = this.buf;
     for (;;) {
-      if (this.sp > 0) {
+      if (this.sp > base) {
         const top = stack[this.sp - 1];
         if (top.type === F.Dict || top.type === F.ObjectDict || top.type === F.DictRecord) {
           if (top.expectKey) {
@@ -412,12 +570,269 @@ export class BodyDecoder {
           value = this.finish(top);
           continue;
         }
-        if (this.sp === 0) return value;
+        if (this.sp === base) return value;
         const top = stack[this.sp - 1];
         if (!this.deliver(top, value)) break;
         value = this.finish(top);
       }
     }
+  }
+
+  /**
+   * The fast path: recursive descent over the common values. V8 optimizes it far better than
+   * the stack machine: no frame dispatch per value, each child stored straight into its
+   * container. Containers are opened by the code the machine uses (so every check, charge and
+   * offset is the same) and filled here while their frame is of a simple kind; any other
+   * frame, a dict that changes kind midway (a key a plain object cannot take), and anything
+   * FAST_DEPTH levels deep is handed to the machine, so the JS call stack stays bounded
+   * whatever max_depth allows.
+   */
+  private fast(): unknown {
+    if (this.depth >= FAST_DEPTH) return this.machineValue();
+    const at = this.pos;
+    if (at >= this.end) throw this.err("truncated", this.end);
+    const tag = this.buf[at];
+    // The commonest tags first, without the general dispatch.
+    if (tag < 0x40) {
+      this.pos = at + 1;
+      return tag;
+    }
+    if (tag < 0x58) return this.str(tag - 0x40, at, at + 1, false);
+    if (tag === 0x93) {
+      this.pos = at + 1;
+      return this.reference(at);
+    }
+    let v: unknown;
+    switch (tag) {
+      case 0x6c: {
+        // INT of up to 4 varint bytes inline; longer ones, and any fault, by the reader.
+        this.pos = at + 1;
+        this.charge(cost.SCALAR, at);
+        const buf = this.buf, end = this.end;
+        let p = at + 1, z = 0;
+        for (let shift = 0; shift < 28 && p < end; shift += 7) {
+          const b = buf[p++];
+          z |= (b & 0x7f) << shift;
+          if (b < 0x80) {
+            if (b === 0 && shift > 0) break;
+            this.pos = p;
+            return (z >>> 1) ^ -(z & 1);
+          }
+        }
+        return this.signedVarint();
+      }
+      case 0x6e: {
+        if (this.end - at - 1 < 8) throw this.err("truncated", at + 1);
+        this.charge(cost.SCALAR, at);
+        const x = this.dv().getFloat64(at + 1, true);
+        this.pos = at + 9;
+        return Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(at + 1, at + 9)) : x;
+      }
+      case 0x60: case 0x61: case 0x62: case 0x63: case 0x64: case 0x65: case 0x66: case 0x67:
+        this.pos = at + 1;
+        v = this.openDict(tag - 0x60, at, -1);
+        break;
+      case 0x58: case 0x59: case 0x5a: case 0x5b:
+        this.pos = at + 1;
+        v = this.openList(tag - 0x58, at, -1);
+        break;
+      case 0x90:
+        this.pos = at + 1;
+        return null;
+      case 0x91:
+        this.pos = at + 1;
+        return false;
+      case 0x92:
+        this.pos = at + 1;
+        return true;
+      default:
+        if (tag >= 0x80 && tag < 0x90) {
+          this.pos = at + 1;
+          return tag - 0x90;
+        }
+        if (tag >= 0xc0 && tag < 0xd8) {
+          // A tracked SHORT_STR (Python marks the strs it shares, dict keys above all).
+          this.charge(cost.SCALAR, at);
+          const s = this.str(tag - 0xc0, at, at + 1, false);
+          this.record(at - this.bodyStart, s);
+          return s;
+        }
+        v = this.untracedValue();
+    }
+    if (v !== PENDING) return v;
+    const f = this.stack[this.sp - 1];
+    switch (f.type) {
+      case F.List:
+      case F.Tuple: {
+        const c = f.container, n = f.count;
+        for (let i = 0; i < n; i++) c[i] = this.fast();
+        return this.finishFrame(f);
+      }
+      case F.RecordValues: {
+        const values = f.values!, n = f.count;
+        for (let i = 0; i < n; i++) values[i] = this.fast();
+        return this.finishFrame(f);
+      }
+      case F.TupleList: {
+        const list = f.container, arity = f.arity, rows = f.remaining;
+        for (let r = 0; r < rows; r++) {
+          const row = r === 0 ? f.row! : newTuple(arity);
+          for (let j = 0; j < arity; j++) row[j] = this.fast();
+          list.push(row);
+        }
+        f.row = null;
+        return this.finishFrame(f);
+      }
+      case F.Set:
+      case F.FrozenSet: {
+        const set = f.container, n = f.count;
+        for (let i = 0; i < n; i++) {
+          f.childAt = this.pos;
+          const item = this.fast();
+          this.checkKey(f, item, "duplicate_element");
+          set.add(item);
+        }
+        return this.finishFrame(f);
+      }
+      case F.PlainRecord: {
+        const fields = f.shape!.fields!, obj = f.container, n = f.count;
+        for (let i = 0; i < n; i++) {
+          const item = this.fast();
+          const name = fields[i];
+          if (name === "__proto__") Object.defineProperty(obj, name, { value: item, enumerable: true, writable: true, configurable: true });
+          else obj[name] = item;
+        }
+        return this.finishFrame(f);
+      }
+      case F.ObjectFirst:
+      case F.ObjectAfter: {
+        // The kinds without value rules (code 0): their values need no check as they come.
+        if (f.code !== 0) return this.resume(f);
+        const values = f.values!, n = f.count;
+        for (let i = 0; i < n; i++) values[i] = this.fast();
+        return this.finishFrame(f);
+      }
+      case F.DictRecord: return this.fastDictRecord(f);
+      case F.ObjectDict: return this.fastObjectDict(f);
+      case F.Dict: return this.fastMap(f);
+      default: return this.resume(f);
+    }
+  }
+
+  /** One value by the machine (past FAST_DEPTH). */
+  private machineValue(): unknown {
+    const v = this.value();
+    return v === PENDING ? this.resume(this.stack[this.sp - 1]) : v;
+  }
+
+  /** Lets the machine finish the top frame `f` (its `remaining` and key state up to date). */
+  private resume(f: Frame): unknown {
+    if (f.remaining === 0) return this.finish(f);
+    return this.run(this.sp - 1);
+  }
+
+  /** A dict key: an untracked SHORT_STR through the key cache, else any value. */
+  private fastKey(): unknown {
+    const at = this.pos;
+    const tag = this.buf[at];
+    if (tag >= 0x40 && tag < 0x58) {
+      const n = tag - 0x40;
+      const start = at + 1;
+      if (n <= this.end - start) {
+        this.charge(cost.str(n), at);
+        const key = this.cachedStr(start, n);
+        this.pos = start + n;
+        return key;
+      }
+    }
+    return this.fast();
+  }
+
+  /** An object-mode dict of a few keys, made at the end by one literal (see openDict). */
+  private fastDictRecord(f: Frame): unknown {
+    const n = f.count;
+    const keys = f.keyScratch!, values = f.values!, keyPos = f.keyPos!, keyLen = f.keyLen!;
+    const buf = this.buf;
+    // Whether keys 0..i-1 were those of the record before (and so distinct).
+    let same = true;
+    for (let i = 0; i < n; i++) {
+      const keyAt = this.pos;
+      f.childAt = keyAt;
+      const len = keyLen[i];
+      if (len !== 0 && len <= this.end - keyAt) {
+        const prev = keyPos[i];
+        let j = 0;
+        while (j < len && buf[prev + j] === buf[keyAt + j]) j++;
+        if (j === len) {
+          // Its bytes are those of the key before: the same str, valid and not an index.
+          const key = keys[i];
+          if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
+          if (!same) for (let k = 0; k < i; k++) if (keys[k] === key) throw this.err("duplicate_key", keyAt);
+          keyPos[i] = keyAt;
+          this.pos = keyAt + len;
+          values[i] = this.fast();
+          continue;
+        }
+      }
+      same = false;
+      const key = this.fastKey();
+      if (typeof key !== "string" || key === "__proto__" || isIndexKey(key)) {
+        // It becomes an object made key by key, or a Map: the machine's code does that.
+        f.rowIndex = i;
+        f.remaining = n - i;
+        f.expectKey = true;
+        if (typeof key === "string") this.acceptStrKey(f, key);
+        else this.deliver(f, key);
+        return this.resume(f);
+      }
+      for (let j = 0; j < i; j++) if (keys[j] === key) throw this.err("duplicate_key", keyAt);
+      keys[i] = key;
+      // Reusable when read whole from its own bytes: a REF, or an untracked SHORT_STR.
+      const tag = buf[keyAt];
+      keyPos[i] = keyAt;
+      keyLen[i] = tag === 0x93 || (tag >= 0x40 && tag < 0x58) ? this.pos - keyAt : 0;
+      values[i] = this.fast();
+    }
+    f.rowIndex = n;
+    return this.finishFrame(f);
+  }
+
+  /** An object-mode dict of more keys than a record takes, filled key by key. */
+  private fastObjectDict(f: Frame): unknown {
+    const obj = f.container as Record<string, unknown>;
+    const n = f.count;
+    for (let i = 0; i < n; i++) {
+      f.childAt = this.pos;
+      const key = this.fastKey();
+      if (typeof key !== "string" || isIndexKey(key)) {
+        f.remaining = n - i;
+        f.expectKey = true;
+        this.deliver(f, key);
+        return this.resume(f);
+      }
+      if (hasOwn.call(obj, key)) throw this.err("duplicate_key", f.childAt);
+      const v = this.fast();
+      if (key === "__proto__") Object.defineProperty(obj, "__proto__", { value: v, enumerable: true, writable: true, configurable: true });
+      else obj[key] = v;
+    }
+    return this.finishFrame(f);
+  }
+
+  /** A dict as a Map. */
+  private fastMap(f: Frame): unknown {
+    const map = f.container as Map<unknown, unknown>;
+    const n = f.count;
+    for (let i = 0; i < n; i++) {
+      f.childAt = this.pos;
+      const key = this.fastKey();
+      if (typeof key === "string") {
+        if (map.has(key)) throw this.err("duplicate_key", f.childAt);
+      } else {
+        this.checkKey(f, key, "duplicate_key");
+      }
+      map.set(key, this.fast());
+    }
+    return this.finishFrame(f);
   }
 
   /** Gives a complete child value to the open frame; true when the frame is then complete. */
@@ -536,18 +951,28 @@ export class BodyDecoder {
         this.depth--;
         return f.container;
       case F.DictRecord: {
+        // The scratch arrays keep their values until overwritten: they live with this
+        // decoder, which lives for one decode, and clearing them cost a tenth of the time.
         this.depth--;
-        const n = f.rowIndex;
-        const made = makeDictRecord(f.keyScratch!, f.values!, n);
-        f.values!.fill(undefined, 0, n);
-        return made;
+        const n = f.rowIndex, keys = f.keyScratch!, last = f.lastKeys;
+        if (f.lastMake !== null && last.length === n) {
+          let i = 0;
+          while (i < n && last[i] === keys[i]) i++;
+          if (i === n) return f.lastMake(f.values!);
+        }
+        const node = dictRecordNode(keys, n);
+        if (node !== undefined && node.make) {
+          f.lastKeys = keys.slice(0, n);
+          f.lastMake = node.make;
+          return node.make(f.values!);
+        }
+        const obj: Record<string, unknown> = {};
+        for (let i = 0; i < n; i++) obj[keys[i]] = f.values![i];
+        return obj;
       }
-      case F.RecordValues: {
+      case F.RecordValues:
         this.depth--;
-        const record = f.shape!.factory!(f.values!);
-        f.values!.fill(undefined);
-        return record;
-      }
+        return f.shape!.factory!(f.values!, f.shape!.info);
       case F.TupleList:
         this.depth -= 2;
         return f.container;
@@ -604,33 +1029,31 @@ export class BodyDecoder {
   }
 
   /**
-   * Hash flooding (spec 7): V8 hashes small-int keys of a Map or Set without a seed, so a
-   * payload could hold thousands of ints that fall into one bucket and make each insertion
-   * walk them all (measured: 20000 such keys take seconds). The decoder applies V8's own
-   * function and allows at most HASH_LIMIT keys per container whose hashes agree in their
-   * low 16 bits, which bounds every bucket of any table of up to 2^16 buckets and, beyond,
-   * every bucket outright. The counts start after HASH_LIMIT int keys, so small containers
-   * pay nothing.
+   * Hash flooding (spec 7): V8 hashes the number and bigint keys of a Map or Set without a
+   * seed (strs have a per-process seed), so a payload could hold thousands of keys that fall
+   * into one bucket and make each insertion walk them all (measured: 20000 such bigints take
+   * seconds). The decoder applies V8's own functions and allows at most HASH_LIMIT keys per
+   * container whose hashes agree in their low 16 bits, which bounds every bucket of any table
+   * of up to 2^16 buckets and, beyond, every bucket outright. The counts start after
+   * HASH_LIMIT such keys, so small containers pay nothing.
    */
-  private countSmiKey(f: Frame, k: number): void {
-    f.smiKeys++;
-    if (f.smiKeys <= HASH_LIMIT) return;
-    let counts = f.smiCounts;
+  private countHashedKey(f: Frame, k: number | bigint): void {
+    f.hashedKeys++;
+    if (f.hashedKeys <= HASH_LIMIT) return;
+    let counts = f.hashCounts;
     if (counts === null) {
       // Counts up to 255 fit a byte; the limit is clamped to that.
-      counts = f.smiCounts = new Uint8Array(65536);
+      counts = f.hashCounts = new Uint8Array(65536);
       for (const earlier of f.container.keys()) {
-        if (typeof earlier === "number" && (earlier | 0) === earlier && earlier >= SMI_MIN && earlier <= SMI_MAX) {
-          counts[v8SmiHash(earlier) & 0xffff]++;
-        }
+        if (typeof earlier === "number" || typeof earlier === "bigint") counts[v8KeyHash(earlier) & 0xffff]++;
       }
     }
-    const slot = v8SmiHash(k) & 0xffff;
+    const slot = v8KeyHash(k) & 0xffff;
     // Large containers spread their keys over the 2^16 classes unevenly even when honest;
     // the limit grows with the declared size (the work stays bounded by a multiple of n).
     const limit = Math.max(HASH_LIMIT, 32 * Math.ceil(f.count / 65536));
     if (++counts[slot] > Math.min(limit, 255)) {
-      throw this.err("hash_limit", f.childAt, `more than ${HASH_LIMIT} int keys of one container fall into one hash bucket`);
+      throw this.err("hash_limit", f.childAt, `more than ${HASH_LIMIT} number keys of one container fall into one hash bucket`);
     }
   }
 
@@ -644,6 +1067,7 @@ export class BodyDecoder {
       const keys = f.keyScratch!;
       for (let i = 0; i < f.rowIndex; i++) if (keys[i] === key) throw this.err("duplicate_key", f.childAt);
       keys[f.rowIndex] = key;
+      f.keyLen![f.rowIndex] = 0;
       f.key = key;
       f.expectKey = false;
       return;
@@ -683,7 +1107,7 @@ export class BodyDecoder {
     if (typeof v !== "object" || v === null) {
       // A str, int, non-integral float, bool or None: the Map or Set itself compares it.
       if (f.container.has(v)) throw this.err(duplicate, f.childAt);
-      if (typeof v === "number" && (v | 0) === v && v >= SMI_MIN && v <= SMI_MAX) this.countSmiKey(f, v);
+      if (typeof v === "number" || typeof v === "bigint") this.countHashedKey(f, v);
       return;
     }
     const keys = (f.keys ??= new KeyTable());
@@ -725,8 +1149,9 @@ export class BodyDecoder {
     if (tag < 0) return this.untracedValue();
     const reserved = ev.name === "RESERVED";
     if ((tag & 0xc0) === 0xc0 && !reserved) {
-      ev.tracked = this.trackedIndex.size;
-      this.trackedIndex.set(at - this.bodyStart, ev.tracked);
+      const index = (this.trackedIndex ??= new Map());
+      ev.tracked = index.size;
+      index.set(at - this.bodyStart, ev.tracked);
     }
     if (!reserved) this.tracer!.push(ev);
     this.headPos = -1;
@@ -755,7 +1180,7 @@ export class BodyDecoder {
     ev.value = v;
     ev.headEnd = this.headPos >= 0 ? this.headPos - this.delta : ev.end;
     if (tag === 0x93) {
-      ev.info = ["ref", this.lastRef + this.bodyStart - this.delta, this.trackedIndex.get(this.lastRef) ?? -1];
+      ev.info = ["ref", this.lastRef + this.bodyStart - this.delta, this.trackedIndex?.get(this.lastRef) ?? -1];
     } else if (code === 0x78 || code === 0x79) {
       ev.info = ["packed", (v as unknown[]).length];
     } else if (code === 0x7c) {
@@ -843,7 +1268,7 @@ export class BodyDecoder {
       case 0x6e: {
         if (this.end - this.pos < 8) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
-        const x = this.view.getFloat64(this.pos, true);
+        const x = this.dv().getFloat64(this.pos, true);
         v = Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(this.pos, this.pos + 8)) : x;
         this.pos += 8;
         break;
@@ -851,7 +1276,7 @@ export class BodyDecoder {
       case 0x6f: {
         if (this.end - this.pos < 4) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
-        const x = this.view.getFloat32(this.pos, true);
+        const x = this.dv().getFloat32(this.pos, true);
         v = Number.isInteger(x) || x !== x ? new Float(x) : x;
         this.pos += 4;
         break;
@@ -859,7 +1284,7 @@ export class BodyDecoder {
       case 0x70: {
         if (this.end - this.pos < 16) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
-        v = new Complex(this.view.getFloat64(this.pos, true), this.view.getFloat64(this.pos + 8, true));
+        v = new Complex(this.dv().getFloat64(this.pos, true), this.dv().getFloat64(this.pos + 8, true));
         this.pos += 16;
         break;
       }
@@ -1028,7 +1453,11 @@ export class BodyDecoder {
       // at the end by one literal of its key sequence (record payloads repeat a few).
       const f = this.pushFrame(F.DictRecord, at);
       f.values = f.scratch ??= newArray(MAX_RECORD_KEYS);
-      f.keyScratch ??= new Array<string>(MAX_RECORD_KEYS).fill("");
+      if (f.keyScratch === null) {
+        f.keyScratch = new Array<string>(MAX_RECORD_KEYS).fill("");
+        f.keyPos = new Int32Array(MAX_RECORD_KEYS);
+        f.keyLen = new Int32Array(MAX_RECORD_KEYS);
+      }
       f.rowIndex = 0;
       f.remaining = n;
       f.count = n;
@@ -1099,7 +1528,7 @@ export class BodyDecoder {
     this.charge(cost.packedFloatList(n), at);
     this.headPos = this.pos;
     const out: unknown[] = new Array(n);
-    const view = this.view;
+    const view = this.dv();
     let pos = this.pos;
     for (let i = 0; i < n; i++, pos += 8) {
       const x = view.getFloat64(pos, true);
@@ -1135,14 +1564,35 @@ export class BodyDecoder {
   }
 
   private reference(at: number): unknown {
-    const t = this.varint();
+    // The target: one or two varint bytes read inline (nearly every REF), else the reader.
+    const buf = this.buf, p = at + 1;
+    let t: number | bigint;
+    const b0 = p < this.end ? buf[p] : 0x80;
+    if (b0 < 0x80) {
+      t = b0;
+      this.pos = p + 1;
+    } else if (p + 1 < this.end && buf[p + 1] < 0x80 && buf[p + 1] !== 0) {
+      t = (b0 & 0x7f) | (buf[p + 1] << 7);
+      this.pos = p + 2;
+    } else {
+      t = this.varint();
+    }
     const r = at - this.bodyStart;
     if (typeof t === "number") this.lastRef = t;
     if (typeof t !== "number" || t >= r) throw this.err("bad_reference", at, `REF to ${t} does not point backwards`);
     if (this.incomplete !== null && this.incomplete.has(t)) {
       throw this.err("incomplete_reference", at, `REF to ${t}, a value still being built`);
     }
-    const slot = this.refSlots !== null ? this.refSlots[t] : this.refMap !== null ? (this.refMap.get(t) ?? 0) : 0;
+    const table = this.refTable, mask = this.refMask;
+    let slot = 0;
+    for (let i = refHash(t, mask); ; i = (i + 1) & mask) {
+      const k = table[2 * i];
+      if (k === t + 1) {
+        slot = table[2 * i + 1];
+        break;
+      }
+      if (k === 0) break;
+    }
     if (slot === 0) throw this.err("bad_reference", at, `REF to ${t}, which is not a tracked value`);
     return this.refValues[slot - 1];
   }
@@ -1394,7 +1844,8 @@ export class BodyDecoder {
     }
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
-    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields } };
+    // Every property from the start (factory too): one hidden class for all shapes.
+    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined };
     this.shapes.push(shape);
     return shape;
   }
@@ -1488,6 +1939,33 @@ export class BodyDecoder {
   }
 }
 
+
+const NO_INPUT = new Uint8Array(0);
+const NO_OPTIONS: ValueOptions = {};
+
+/**
+ * One decoder for every decode, reset for each: a small payload spent a third of its time
+ * making a decoder and its frames, and, above all, V8's optimized decoder code holds the
+ * decoder it was made with weakly; when a full GC found that one gone, all of that code was
+ * thrown away, and every decode after a full GC ran slow until it was made again (measured:
+ * twice the time of a record payload's decode). A decode started inside another (by a
+ * class's decode function) makes a decoder of its own.
+ */
+let spareDecoder: BodyDecoder | null = new BodyDecoder(NO_INPUT, 0, 0, 0, NO_OPTIONS, 0, 0, 0);
+
+/** Decodes one body (see BodyDecoder), with the shared decoder when it is free. */
+export function decodeBody(buf: Uint8Array, start: number, end: number, errorBase: number, options: ValueOptions, spent: number, maxAlloc: number, hashBudget: number): unknown {
+  const d = spareDecoder;
+  if (d === null) return new BodyDecoder(buf, start, end, errorBase, options, spent, maxAlloc, hashBudget).decode();
+  spareDecoder = null;
+  d.init(buf, start, end, errorBase, options, spent, maxAlloc, hashBudget);
+  try {
+    return d.decode();
+  } finally {
+    d.release();
+    spareDecoder = d;
+  }
+}
 
 /** The call of REDUCE_KW and NEWOBJ_KW: (arguments, keyword arguments), the keywords strs. */
 function isCall(v: unknown): boolean {

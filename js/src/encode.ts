@@ -58,25 +58,23 @@ function fitsFloat32(x: number): boolean {
   return x === x && Object.is(Math.fround(x), x);
 }
 
-/** How many places of the graph hold each tuple and Float (spec 5.10.1 rule 3: the items that
- * could be shared, so that a list holding one is not packed or written as rows). Counted once,
- * lazily, by a walk over every distinct container. */
-function countHolders(root: unknown, enc: Encoder): Map<object, number> {
-  const counts = new Map<object, number>();
+/** The tuples and Floats that more than one place of the graph holds (spec 5.10.1 rule 3: the
+ * items that could be shared, so that a list holding one is not packed or written as rows).
+ * Found once, lazily, by a walk over every distinct container. */
+function countHolders(root: unknown, enc: Encoder): Set<object> {
+  // Each object is added to `walked` when first met; Set.add leaves the size as it was for
+  // one met before. One table operation per object, where has-then-add took two.
   const walked = new Set<object>();
+  const twice = new Set<object>();
   const stack: object[] = [];
   const hold = (v: unknown): void => {
     if (typeof v !== "object" || v === null) return;
-    if (v instanceof Tuple || v instanceof Float) {
-      // The count doubles as the walked mark: one table lookup per tuple.
-      const n = counts.get(v);
-      counts.set(v, (n ?? 0) + 1);
-      if (n === undefined && v instanceof Tuple) stack.push(v);
-      return;
-    }
-    if (!walked.has(v)) {
-      walked.add(v);
-      stack.push(v);
+    const size = walked.size;
+    walked.add(v);
+    if (walked.size !== size) {
+      if (!(v instanceof Float)) stack.push(v);
+    } else if (v instanceof Tuple || v instanceof Float) {
+      twice.add(v);
     }
   };
   hold(root);
@@ -101,27 +99,35 @@ function countHolders(root: unknown, enc: Encoder): Map<object, number> {
       }
     }
   }
-  return counts;
+  return twice;
 }
 
 class Encoder {
-  out = new Uint8Array(256);
+  // Every field is set by init(), which the reused encoder runs again for each encode.
+  out: Uint8Array = NO_OUTPUT;
   pos = 3;
-  private readonly refs: boolean;
-  private readonly canonical: boolean;
-  private readonly sortKeys: boolean;
-  private readonly maxDepth: number;
+  options!: EncodeOptions;
+  private root: unknown;
+  private refs!: boolean;
+  private canonical!: boolean;
+  private sortKeys!: boolean;
+  private maxDepth!: number;
   private depth = 0;
-  private memo: Map<object, number> | null;
+  private memo!: Map<object, number> | null;
   /** Objects being written, for cycle detection without refs. */
-  private active: Set<object> | null;
+  private active!: Set<object> | null;
   private path: (string | number)[] = [];
-  private shapes = new Map<string, number>();
+  private shapes: Map<string, number> | null = null;
+  /** The shapes written last, found by the identity of their fields array (and their names):
+   * a payload of records writes a few classes over and over, and making the string key of
+   * every object took a third of the time of such payloads. */
+  private recentShapes: { module: string; qualname: string; kind: ObjectKind; fields: readonly string[] | null; n: number }[] = [];
   /** Built-after occurrences, numbered in the order they start. */
   private occurrence = 0;
-  copies = new Set<number>();
-  private supersede: Set<number>;
-  private holders: Map<object, number> | null = null;
+  /** Built-after occurrences found to be copies (spec 6.5), once there is one. */
+  copies: Set<number> | null = null;
+  private supersede!: ReadonlySet<number>;
+  private holders: Set<object> | null = null;
   buffers: Uint8Array[] = [];
   private typesByProto: Map<object, AllowedClass> | null = null;
   /** GLOBAL placeholders by name: the first met stands for all (one class, one object). */
@@ -129,17 +135,39 @@ class Encoder {
   /** GLOBAL entries of types: the allowed objects themselves. */
   private globals: Map<unknown, AllowedClass> | null = null;
 
-  constructor(readonly options: EncodeOptions, private readonly root: unknown, supersede: Set<number>) {
+  constructor(options: EncodeOptions, root: unknown, supersede: ReadonlySet<number>) {
+    this.init(options, root, supersede);
+  }
+
+  /** Sets every field for an encode of `root`; the output buffer is kept when it is at most
+   * MAX_KEPT_OUT (a small payload would otherwise pay for a new one, a large one for its
+   * growth), so that one large encode does not hold its memory for good. */
+  init(options: EncodeOptions, root: unknown, supersede: ReadonlySet<number>): void {
+    this.options = options;
+    this.root = root;
     this.refs = options.refs ?? true;
     this.canonical = options.canonical ?? false;
     this.sortKeys = options.sortKeys ?? false;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+    this.depth = 0;
     this.memo = this.refs ? new Map() : null;
     this.active = this.refs ? null : new Set();
+    this.path = [];
+    this.shapes = null;
+    this.recentShapes = [];
+    this.occurrence = 0;
+    this.copies = null;
     this.supersede = supersede;
+    this.holders = null;
+    this.buffers = [];
+    this.typesByProto = null;
+    this.globalNames = null;
+    this.globals = null;
+    if (this.out.length === 0 || this.out.length > MAX_KEPT_OUT) this.out = new Uint8Array(256);
     this.out[0] = 0xab;
     this.out[1] = 0x41;
     this.out[2] = 0x01;
+    this.pos = 3;
     if (options.types?.length) {
       this.typesByProto = new Map();
       for (const t of options.types) {
@@ -175,6 +203,15 @@ class Encoder {
     this.ensure(10);
     const out = this.out;
     if (typeof v === "number") {
+      if (v < 0x80000000) {
+        // Below 2^31: shifts, no float division.
+        while (v >= 128) {
+          out[this.pos++] = (v & 0x7f) | 0x80;
+          v >>>= 7;
+        }
+        out[this.pos++] = v;
+        return;
+      }
       while (v >= 128) {
         out[this.pos++] = (v % 128) | 0x80;
         v = Math.floor(v / 128);
@@ -278,6 +315,22 @@ class Encoder {
 
   private str(s: string): void {
     const n = s.length;
+    if (n <= 23 && n > 7) {
+      // A SHORT_STR when it is ASCII, written as it is checked; else the general way below.
+      this.ensure(24);
+      const out = this.out, start = this.pos;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        out[start + 1 + i] = c;
+      }
+      if (i === n) {
+        out[start] = 0x40 + n;
+        this.pos = start + 1 + n;
+        return;
+      }
+    }
     if (n <= 7) {
       // At most 21 UTF-8 bytes: a SHORT_STR, unless it holds a lone surrogate.
       this.ensure(22);
@@ -348,7 +401,11 @@ class Encoder {
         this.str(v);
         return;
       case "number":
-        if (isIntNumber(v)) this.int(v);
+        if (v >= 0 && v <= 63 && (v | 0) === v && !Object.is(v, -0)) {
+          // SMALL_INT, the commonest number, without the general int path.
+          this.ensure(1);
+          this.out[this.pos++] = v;
+        } else if (isIntNumber(v)) this.int(v);
         else this.float(v, null);
         return;
       case "boolean":
@@ -362,7 +419,8 @@ class Encoder {
           this.byte(0x90);
           return;
         }
-        this.object(v);
+        if (this.depth >= deepFrom) this.deep(v);
+        else this.object(v);
         return;
       default:
         this.fail(`cannot write a value of type ${typeof v}`);
@@ -370,24 +428,36 @@ class Encoder {
   }
 
   private object(v: object): void {
-    if (v instanceof PySingleton) {
-      // One object each, like None: written in full every time, never memoized (spec 6.4).
-      this.ensure(4);
-      this.out[this.pos++] = 0x76;
-      this.out[this.pos++] = ExtCode.SINGLETON;
-      this.out[this.pos++] = 1;
-      this.out[this.pos++] = v.byte;
-      return;
-    }
-    if (v instanceof Placeholder && v.kind === "GLOBAL") {
-      // A GLOBAL is the named object itself, one per name in the host (as enum members are),
-      // so placeholders of one name are written as one object.
-      const key = `${v.module}:${v.qualname}`;
-      const names = (this.globalNames ??= new Map());
-      const first = names.get(key);
-      if (first === undefined) names.set(key, v);
-      else v = first;
-    }
+    const proto = Object.getPrototypeOf(v);
+    // Maps, arrays and plain objects, the bulk of most graphs, skip the tests of the rare
+    // classes; the tests of the others keep their order (subclasses first).
+    if (proto === Map.prototype || proto === Array.prototype || proto === Object.prototype) return this.common(v, proto);
+    if (v instanceof PySingleton) return this.singleton(v);
+    if (v instanceof Placeholder && v.kind === "GLOBAL") v = this.globalPlaceholder(v);
+    return this.common(v, proto);
+  }
+
+  /** One object each, like None: written in full every time, never memoized (spec 6.4). */
+  private singleton(v: PySingleton): void {
+    this.ensure(4);
+    this.out[this.pos++] = 0x76;
+    this.out[this.pos++] = ExtCode.SINGLETON;
+    this.out[this.pos++] = 1;
+    this.out[this.pos++] = v.byte;
+  }
+
+  /** A GLOBAL is the named object itself, one per name in the host (as enum members are), so
+   * placeholders of one name are written as one object: the first met. */
+  private globalPlaceholder(v: Placeholder): Placeholder {
+    const key = `${v.module}:${v.qualname}`;
+    const names = (this.globalNames ??= new Map());
+    const first = names.get(key);
+    if (first === undefined) names.set(key, v);
+    return first ?? v;
+  }
+
+  /** Any object but a singleton, and with GLOBAL placeholders made one per name. */
+  private common(v: object, proto: object | null): void {
     const memo = this.memo;
     if (memo !== null) {
       const target = memo.get(v);
@@ -408,8 +478,17 @@ class Encoder {
       if (this.active !== null) this.active.delete(v);
       return;
     }
+    if (proto === Map.prototype) {
+      this.begin(v, useMemo);
+      this.dict(v as Map<unknown, unknown>, this.sortKeys);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (proto === Placeholder.prototype) {
+      const p = v as Placeholder;
+      return this.instance(v, useMemo, p.module, p.qualname, p.kind, p.fields, p.values);
+    }
     // Plain objects (the usual JS records and dicts) before the long chain of class tests.
-    const proto = Object.getPrototypeOf(v);
     if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] !== undefined) {
       const info = (v as Record<symbol, ClassInfo>)[CLASS];
       const rec = v as Record<string, unknown>;
@@ -519,7 +598,7 @@ class Encoder {
       if (memoized || copy || !useMemo) return;
       memoized = true;
       // A nested occurrence completed first: this one is a copy (found on the first pass).
-      if (this.memo!.has(v)) this.copies.add(n);
+      if (this.memo!.has(v)) (this.copies ??= new Set()).add(n);
       else this.memo!.set(v, at);
     };
     if (this.active !== null) this.active.add(v);
@@ -540,7 +619,12 @@ class Encoder {
     if (values.length !== count) this.fail(`a ${kind} object of ${module}:${qualname} needs ${count} values, not ${values.length}`);
     switch (creationOf(kind)) {
       case "first":
-        return this.createdFirst(v, useMemo, () => this.objectValue(module, qualname, kind, fields, values));
+        // As createdFirst does, without a closure per object.
+        if (useMemo) this.memo!.set(v, this.here);
+        if (this.active !== null) this.active.add(v);
+        this.objectValue(module, qualname, kind, fields, values);
+        if (this.active !== null) this.active.delete(v);
+        return;
       case "after":
         return this.builtAfter(v, useMemo, () => this.objectValue(module, qualname, kind, fields, values));
       case "fromFirst":
@@ -560,7 +644,7 @@ class Encoder {
   private shared(v: unknown): boolean {
     if (!this.refs || this.canonical || typeof v !== "object" || v === null) return false;
     this.holders ??= countHolders(this.root, this);
-    return (this.holders.get(v) ?? 0) > 1;
+    return this.holders.has(v);
   }
 
   private list(v: unknown[]): void {
@@ -626,22 +710,11 @@ class Encoder {
   }
 
   private tupleList(v: unknown[]): boolean {
-    const first = v[0];
-    if (!(first instanceof Tuple) || first.constructor !== Tuple || first.length === 0) return false;
-    const k = first.length;
-    for (let i = 1; i < v.length; i++) {
-      const t = v[i];
-      if (!(t instanceof Tuple) || t.constructor !== Tuple || t.length !== k) return false;
-    }
-    if (this.memo !== null && !this.canonical) {
-      for (let i = 0; i < v.length; i++) {
-        if (this.memo.has(v[i] as object) || this.shared(v[i])) return false;
-      }
-    }
+    if (!this.isTupleList(v)) return false;
     this.enter(2);
     this.byte(0x7c);
     this.varint(v.length);
-    this.varint(k);
+    this.varint((v[0] as Tuple).length);
     const path = this.path;
     for (let i = 0; i < v.length; i++) {
       path.push(i);
@@ -655,6 +728,23 @@ class Encoder {
       path.pop();
     }
     this.depth -= 2;
+    return true;
+  }
+
+  /** Whether a list is written as rows (spec 5.10.1): tuples of one length, none shared. */
+  private isTupleList(v: unknown[]): boolean {
+    const first = v[0];
+    if (!(first instanceof Tuple) || first.constructor !== Tuple || first.length === 0) return false;
+    const k = first.length;
+    for (let i = 1; i < v.length; i++) {
+      const t = v[i];
+      if (!(t instanceof Tuple) || t.constructor !== Tuple || t.length !== k) return false;
+    }
+    if (this.memo !== null && !this.canonical) {
+      for (let i = 0; i < v.length; i++) {
+        if (this.memo.has(v[i] as object) || this.shared(v[i])) return false;
+      }
+    }
     return true;
   }
 
@@ -704,7 +794,7 @@ class Encoder {
   }
 
   private sortKey(v: unknown): Uint8Array {
-    const sub = new Encoder({ ...this.options, bufferCallback: undefined }, v, new Set());
+    const sub = new Encoder({ ...this.options, bufferCallback: undefined }, v, NO_COPIES);
     sub.value(v);
     return sub.out.slice(3, sub.pos);
   }
@@ -801,12 +891,25 @@ class Encoder {
 
   /** The OBJECT tag and its shape: a definition at the shape's first use, then its number. */
   private objectHead(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null): void {
-    const key = `${module}\u0000${qualname}\u0000${kind}\u0000${fields?.join("\u0000") ?? ""}`;
-    const shape = this.shapes.get(key);
+    const recent = this.recentShapes;
+    for (let i = 0; i < recent.length; i++) {
+      const r = recent[i];
+      if (r.fields === fields && r.module === module && r.qualname === qualname && r.kind === kind) {
+        this.byte(0x77);
+        this.varint(r.n + 1);
+        return;
+      }
+    }
+    // JSON, not a join: a field name may hold any character, NUL included.
+    const key = JSON.stringify([module, qualname, kind, fields]);
+    const shapes = (this.shapes ??= new Map());
+    const shape = shapes.get(key);
+    if (recent.length === 8) recent.pop();
+    recent.unshift({ module, qualname, kind, fields, n: shape ?? shapes.size });
     this.byte(0x77);
     if (shape !== undefined) this.varint(shape + 1);
     else {
-      this.shapes.set(key, this.shapes.size);
+      shapes.set(key, shapes.size);
       this.varint(0);
       for (const name of [module, qualname]) {
         const b = new TextEncoder().encode(name);
@@ -859,9 +962,332 @@ class Encoder {
     }
   }
 
+  // ---- the deep walk ----
+  //
+  // The walk above recurses, a few JS frames per level, and the call stack ends at about two
+  // thousand levels. Past DEEP_FROM levels the walk goes on with the generator twins below:
+  // each writes what its namesake writes, in the same order, but yields each child instead
+  // of writing it, and one loop (deep) runs them from an explicit stack, so any depth up to
+  // max_depth fits. Generators cost a few times a call per container, so the walk above stays
+  // the usual one; a test runs the whole fuzz corpus through both and compares the bytes.
+
+  private deep(root: object): void {
+    const stack: Walk[] = [this.objectG(root)];
+    while (stack.length > 0) {
+      const step = stack[stack.length - 1].next();
+      if (step.done) stack.pop();
+      else if (typeof step.value === "object" && step.value !== null) stack.push(this.objectG(step.value));
+      else this.value(step.value);
+    }
+  }
+
+  private *objectG(v: object): Walk {
+    const proto = Object.getPrototypeOf(v);
+    if (proto !== Map.prototype && proto !== Array.prototype && proto !== Object.prototype) {
+      if (v instanceof PySingleton) return this.singleton(v);
+      if (v instanceof Placeholder && v.kind === "GLOBAL") v = this.globalPlaceholder(v);
+    }
+    const memo = this.memo;
+    if (memo !== null) {
+      const target = memo.get(v);
+      if (target !== undefined) return this.writeRef(target);
+    }
+    const useMemo = memo !== null && this.memoizable(v);
+    if (this.active !== null && this.active.has(v)) this.fail("cycle detected");
+    // The containers, tested in common's order; anything else holds no value to walk, and
+    // common writes it.
+    if (Array.isArray(v)) {
+      if (v instanceof Tuple) return yield* this.builtAfterG(v, useMemo && v.length > 0, () => this.tupleG(v));
+      this.begin(v, useMemo);
+      yield* this.listG(v);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (proto === Map.prototype) {
+      this.begin(v, useMemo);
+      yield* this.dictG(v as Map<unknown, unknown>, this.sortKeys);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] !== undefined) {
+      const info = (v as Record<symbol, ClassInfo>)[CLASS];
+      const rec = v as Record<string, unknown>;
+      const fields = info.fields ?? [];
+      this.begin(v, useMemo);
+      yield* this.objectValueG(info.module, info.qualname, "ATTRS", fields, fields.map((f) => rec[f]));
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (proto === Object.prototype || proto === null) {
+      this.begin(v, useMemo);
+      yield* this.plainObjectG(v as Record<string, unknown>);
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (v instanceof Uint8Array || v instanceof Float) return this.common(v, proto);
+    if (v instanceof Map) {
+      if (v instanceof OrderedDict || v instanceof Counter || v instanceof DefaultDict || v instanceof Namespace) {
+        return yield* this.createdFirstG(v, useMemo, () => this.mapCompositeG(v));
+      }
+      this.begin(v, useMemo);
+      yield* this.dictG(v, this.sortKeys && !(v instanceof FreshDict));
+      if (this.active !== null) this.active.delete(v);
+      return;
+    }
+    if (v instanceof Set) {
+      if (v instanceof FrozenSet) return yield* this.builtAfterG(v, useMemo, () => this.setG(v, 0x75));
+      return yield* this.createdFirstG(v, useMemo, () => this.setG(v, 0x74));
+    }
+    if (v instanceof Complex || v instanceof ExtBlobValue) return this.common(v, proto);
+    if (v instanceof Placeholder) return yield* this.instanceG(v, useMemo, v.module, v.qualname, v.kind, v.fields, v.values);
+    if (v instanceof Deque) return yield* this.createdFirstG(v, useMemo, () => this.compositeG(ExtCode.DEQUE, [v.maxlen, new FreshList(v.items)]));
+    if (v instanceof Fraction) return yield* this.builtAfterG(v, useMemo, () => this.compositeG(ExtCode.FRACTION, [v.numerator, v.denominator]));
+    if (v instanceof Range) return yield* this.builtAfterG(v, useMemo, () => this.compositeG(ExtCode.RANGE, [v.start, v.stop, v.step]));
+    if (v instanceof Slice) return yield* this.builtAfterG(v, useMemo, () => this.compositeG(ExtCode.SLICE, [v.start, v.stop, v.step]));
+    if (v instanceof Date || ArrayBuffer.isView(v)) return this.common(v, proto);
+    if (v instanceof FreshList) return yield* this.listG(v.items);
+    const allowed = this.typesByProto?.get(proto!);
+    if (allowed) return yield* this.classInstanceG(v, allowed, useMemo);
+    return this.common(v, proto);
+  }
+
+  private *createdFirstG(v: object, useMemo: boolean, write: () => Walk): Walk {
+    if (useMemo) this.memo!.set(v, this.here);
+    if (this.active !== null) this.active.add(v);
+    yield* write();
+    if (this.active !== null) this.active.delete(v);
+  }
+
+  private *builtAfterG(v: object, useMemo: boolean, write: (recorded: () => void) => Walk): Walk {
+    const n = this.occurrence++;
+    const copy = this.supersede.has(n);
+    if (copy) {
+      this.enter();
+      this.byte(0x94);
+    }
+    const at = this.here;
+    let memoized = false;
+    const recorded = (): void => {
+      if (memoized || copy || !useMemo) return;
+      memoized = true;
+      if (this.memo!.has(v)) (this.copies ??= new Set()).add(n);
+      else this.memo!.set(v, at);
+    };
+    if (this.active !== null) this.active.add(v);
+    yield* write(recorded);
+    if (this.active !== null) this.active.delete(v);
+    recorded();
+    if (copy) {
+      this.depth--;
+      const target = this.memo!.get(v);
+      if (target === undefined) this.fail("internal error: a SUPERSEDE copy without its real value");
+      this.writeRef(target);
+    }
+  }
+
+  private *instanceG(v: object, useMemo: boolean, module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[]): Walk {
+    const count = kind === "ATTRS" || kind === "TUPLE_FIELDS" ? fields?.length ?? 0 : valueCount(kind, null);
+    if (values.length !== count) this.fail(`a ${kind} object of ${module}:${qualname} needs ${count} values, not ${values.length}`);
+    switch (creationOf(kind)) {
+      case "first":
+        return yield* this.createdFirstG(v, useMemo, () => this.objectValueG(module, qualname, kind, fields, values));
+      case "after":
+        return yield* this.builtAfterG(v, useMemo, () => this.objectValueG(module, qualname, kind, fields, values));
+      case "fromFirst":
+        return yield* this.builtAfterG(v, useMemo, (recorded) => this.objectValueG(module, qualname, kind, fields, values, recorded));
+    }
+  }
+
+  private *itemsG(items: ArrayLike<unknown>, from = 0): Walk {
+    const path = this.path;
+    for (let i = from; i < items.length; i++) {
+      path.push(i);
+      yield items[i];
+      path.pop();
+    }
+  }
+
+  private *listG(v: unknown[]): Walk {
+    const n = v.length;
+    if (n >= 4 && v.constructor === Array) {
+      if (this.packedInts(v) || this.packedFloats(v)) return;
+      if (this.isTupleList(v)) {
+        this.enter(2);
+        this.byte(0x7c);
+        this.varint(n);
+        this.varint((v[0] as Tuple).length);
+        const path = this.path;
+        for (let i = 0; i < n; i++) {
+          path.push(i);
+          const row = v[i] as Tuple;
+          if (this.active !== null) {
+            if (this.active.has(row)) this.fail("cycle detected");
+            this.active.add(row);
+          }
+          yield* this.itemsG(row);
+          if (this.active !== null) this.active.delete(row);
+          path.pop();
+        }
+        this.depth -= 2;
+        return;
+      }
+    }
+    this.enter();
+    if (n <= 3) this.byte(0x58 + n);
+    else {
+      this.byte(0x71);
+      this.varint(n);
+    }
+    yield* this.itemsG(v);
+    this.depth--;
+  }
+
+  private *tupleG(v: Tuple): Walk {
+    this.enter();
+    const n = v.length;
+    if (n <= 3) this.byte(0x5c + n);
+    else {
+      this.byte(0x72);
+      this.varint(n);
+    }
+    yield* this.itemsG(v);
+    this.depth--;
+  }
+
+  private *dictG(v: Map<unknown, unknown>, sort: boolean): Walk {
+    this.enter();
+    const n = v.size;
+    if (n <= 7) this.byte(0x60 + n);
+    else {
+      this.byte(0x73);
+      this.varint(n);
+    }
+    const entries = sort && this.canonical ? this.ordered([...v], (e) => e[0]) : v;
+    const path = this.path;
+    for (const [k, x] of entries) {
+      yield k;
+      path.push(typeof k === "string" || typeof k === "number" ? k : String(k));
+      yield x;
+      path.pop();
+    }
+    this.depth--;
+  }
+
+  private *plainObjectG(v: Record<string, unknown>): Walk {
+    const keys = Object.keys(v);
+    if (this.canonical && this.sortKeys) {
+      const m = new Map<unknown, unknown>();
+      for (const k of keys) m.set(k, v[k]);
+      return yield* this.dictG(m, true);
+    }
+    this.enter();
+    const n = keys.length;
+    if (n <= 7) this.byte(0x60 + n);
+    else {
+      this.byte(0x73);
+      this.varint(n);
+    }
+    const path = this.path;
+    for (let i = 0; i < n; i++) {
+      const k = keys[i];
+      this.str(k);
+      path.push(k);
+      const x = v[k];
+      if (x === undefined) this.fail("cannot write undefined");
+      yield x;
+      path.pop();
+    }
+    this.depth--;
+  }
+
+  private *setG(v: Set<unknown>, tag: number): Walk {
+    this.enter();
+    this.byte(tag);
+    this.varint(v.size);
+    const elements = this.canonical ? this.ordered([...v], (x) => x) : [...v];
+    yield* this.itemsG(elements);
+    this.depth--;
+  }
+
+  private *compositeG(code: number, values: unknown[]): Walk {
+    this.enter();
+    this.byte(0x76);
+    this.varint(code);
+    yield* this.itemsG(values);
+    this.depth--;
+  }
+
+  private *mapCompositeG(v: OrderedDict | Counter | DefaultDict | Namespace): Walk {
+    const fresh = new FreshDict(v);
+    if (v instanceof DefaultDict) return yield* this.compositeG(ExtCode.DEFAULTDICT, [v.factory, fresh]);
+    if (v instanceof Namespace) return yield* this.compositeG(ExtCode.NAMESPACE, [fresh]);
+    yield* this.compositeG(v instanceof Counter ? ExtCode.COUNTER : ExtCode.ORDERED_DICT, [fresh]);
+  }
+
+  private *objectValueG(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null, values: readonly unknown[], firstDone?: () => void): Walk {
+    this.objectHead(module, qualname, kind, fields);
+    this.enter();
+    if (firstDone === undefined) yield* this.itemsG(values);
+    else {
+      yield* this.itemsG(values.slice(0, 1));
+      firstDone();
+      yield* this.itemsG(values, 1);
+    }
+    this.depth--;
+  }
+
+  private *classInstanceG(v: object, allowed: AllowedClass, useMemo: boolean): Walk {
+    const [module, qualname] = splitName(allowed.name);
+    const rec = v as Record<string, unknown>;
+    switch (allowed.kind) {
+      case "ATTRS": {
+        const fields = Object.keys(rec);
+        return yield* this.createdFirstG(v, useMemo, () => this.objectValueG(module, qualname, "ATTRS", fields, fields.map((f) => rec[f])));
+      }
+      case "STATE": {
+        const state = allowed.encode ? allowed.encode(v) : new Map(Object.entries(rec));
+        return yield* this.createdFirstG(v, useMemo, () => this.objectValueG(module, qualname, "STATE", null, [state]));
+      }
+      case "TUPLE_FIELDS": {
+        const fields = allowed.fields ?? Object.keys(rec);
+        return yield* this.builtAfterG(v, useMemo, () => this.objectValueG(module, qualname, "TUPLE_FIELDS", fields, fields.map((f) => rec[f])));
+      }
+      case "ENUM":
+      case "CUSTOM": {
+        if (!allowed.encode) this.fail(`${allowed.name} needs an encode function`);
+        const state = allowed.encode(v);
+        return yield* this.builtAfterG(v, useMemo, () => this.objectValueG(module, qualname, allowed.kind, null, [state]));
+      }
+      case "GLOBAL":
+        return this.fail(`${allowed.name} is a GLOBAL: the allowed object itself is written, not its instances`);
+      default: {
+        if (!allowed.encode) this.fail(`${allowed.name} needs an encode function`);
+        const values = allowed.encode(v);
+        if (!Array.isArray(values)) this.fail(`the encode function of ${allowed.name} must return the array of its values`);
+        return yield* this.instanceG(v, useMemo, module, qualname, allowed.kind, null, values);
+      }
+    }
+  }
+
   isRegistered(proto: object): boolean {
     return this.typesByProto?.has(proto) ?? false;
   }
+}
+
+const NO_OUTPUT = new Uint8Array(0);
+const NO_OPTIONS: EncodeOptions = {};
+
+/** A writer of the deep walk: it yields each child value for the walk's loop to write. */
+type Walk = Generator<unknown, void, undefined>;
+
+/** How deep the recursive walk goes before the deep walk takes over: a few hundred KB of
+ * call stack at most. */
+const DEEP_FROM = 256;
+let deepFrom = DEEP_FROM;
+/** For tests: the depth from which the deep walk writes (0: all of it; no argument: back to
+ * the default). */
+export function setDeepWalkFrom(levels = DEEP_FROM): void {
+  deepFrom = levels;
 }
 
 /** A list the encoder makes while writing (a deque's items): never memoized itself. */
@@ -914,16 +1340,37 @@ function walk(enc: Encoder, value: unknown): void {
   }
 }
 
+const NO_COPIES: ReadonlySet<number> = new Set();
+const MAX_KEPT_OUT = 1 << 20;
+
+/**
+ * One encoder for every encode, reset for each (as the decoder is, see decodeBody): V8's
+ * optimized encoder code holds the encoder it was made with weakly, and when a full GC found
+ * that one gone, all of that code was thrown away. An encode started inside another (by a
+ * class's encode function) makes an encoder of its own.
+ */
+let spareEncoder: Encoder | null = new Encoder({}, null, NO_COPIES);
+
 function encodePlain(value: unknown, options: EncodeOptions): { payload: Uint8Array; buffers: Uint8Array[] } {
   checkOptions(options);
-  let enc = new Encoder(options, value, new Set());
-  walk(enc, value);
-  if (enc.copies.size > 0) {
-    // Second pass (spec 6.5): the same walk, with SUPERSEDE before the copies.
-    enc = new Encoder(options, value, enc.copies);
+  const enc = spareEncoder ?? new Encoder(options, value, NO_COPIES);
+  const shared = enc === spareEncoder;
+  spareEncoder = null;
+  try {
+    enc.init(options, value, NO_COPIES);
     walk(enc, value);
+    if (enc.copies !== null) {
+      // Second pass (spec 6.5): the same walk, with SUPERSEDE before the copies.
+      enc.init(options, value, enc.copies);
+      walk(enc, value);
+    }
+    return { payload: enc.out.slice(0, enc.pos), buffers: enc.buffers };
+  } finally {
+    if (shared) {
+      enc.init(NO_OPTIONS, null, NO_COPIES);
+      spareEncoder = enc;
+    }
   }
-  return { payload: enc.out.slice(0, enc.pos), buffers: enc.buffers };
 }
 
 /** Encodes one value into a payload (signed and compressed if asked). */

@@ -63,7 +63,7 @@ export interface Shape {
   /** What a plain record carries under CLASS (one object per shape). */
   info: ClassInfo;
   /** Makes a plain record from the values (made on first use; null: not possible). */
-  factory?: ((values: unknown[]) => object) | null;
+  factory?: ((values: unknown[], info: ClassInfo) => object) | null;
 }
 
 /** The class of a plain record (decode option placeholders: "plain"). */

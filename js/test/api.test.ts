@@ -114,7 +114,50 @@ test("depth: 10000 levels decode without the call stack; one more fails with dep
   let nested: unknown = [];
   for (let i = 1; i < 1000; i++) nested = [nested];
   assert.equal(encode(nested).length, 3 + 1000);
-  assert.throws(() => encode([nested]), EncodeError);
+  assert.throws(() => encode([nested]), (e: unknown) => e instanceof EncodeError && /max_depth=1000/.test(e.message));
+});
+
+test("depth: the encoder writes 10000 levels of every kind of container, and refuses one more", () => {
+  // Past a few hundred levels the encoder walks with an explicit stack: no stack overflow.
+  // Each kind with the levels of depth one application adds.
+  const kinds: [(inner: unknown) => unknown, number][] = [
+    [(x) => [x], 1],
+    [(x) => Tuple.fromItems([x, 1]), 1],
+    [(x) => new Map([["k", x]]), 1],
+    [(x) => ({ k: x }), 1],
+    [(x) => new Placeholder("m", "C", "ATTRS", ["f"], [x]), 1],
+    [(x) => new Deque([x], null), 2],
+    [(x) => new FrozenSet([Tuple.fromItems([x])]), 2],
+  ];
+  for (const [make, per] of kinds) {
+    let v: unknown = 0;
+    for (let i = 0; i < 10000 / per; i++) v = make(v);
+    const bytes = encode(v, { maxDepth: 10000 });
+    // (Not decoded for frozensets: a set element's fingerprint holds every level below it,
+    // and the decoder's hashing budget refuses 5000 levels of them, as it should.)
+    if (per === 1 || make === kinds[5][0]) {
+      assert.equal(toHex(encode(decode(bytes, { maxDepth: 10000, placeholders: true }), { maxDepth: 10000 })), toHex(bytes));
+    }
+    assert.throws(() => encode(make(v), { maxDepth: 10000 }), (e: unknown) => e instanceof EncodeError && /max_depth=10000/.test(e.message));
+  }
+  // Shared values and a cycle through a tuple (SUPERSEDE), thousands of levels down.
+  const shared = [1, 2];
+  let deep: unknown = Tuple.fromItems([shared, shared]);
+  for (let i = 0; i < 5000; i++) deep = [deep];
+  const cyclic: unknown[] = [];
+  const t = Tuple.fromItems([cyclic]);
+  cyclic.push(t);
+  let deepCycle: unknown = t;
+  for (let i = 0; i < 5000; i++) deepCycle = [deepCycle];
+  const bytes = encode([deep, deepCycle], { maxDepth: 10000 });
+  const back = decode(bytes, { maxDepth: 10000 }) as unknown[];
+  let inner = back[0] as unknown[];
+  for (let i = 0; i < 5000; i++) inner = inner[0] as unknown[];
+  assert.equal(inner[0], inner[1]);
+  let bt = back[1] as unknown[];
+  for (let i = 0; i < 5000; i++) bt = bt[0] as unknown[];
+  assert.ok(bt instanceof Tuple);
+  assert.equal((bt[0] as unknown[])[0], bt);
 });
 
 test("error classes: limits, signatures and classes have their own", () => {
@@ -215,7 +258,42 @@ test("hash flooding: ints chosen to share one V8 hash bucket are refused, honest
   assert.equal((decode(encode(honest)) as Set<number>).size, honest.size);
 });
 
-test("REFs resolve in large bodies too (the table of recorded objects switches to a Map)", () => {
+test("hash flooding: floats and bigints chosen to share one V8 hash bucket are refused too", () => {
+  // V8 hashes a non-int32 number by ComputeLongHash of its bits, and a bigint by that of its
+  // magnitude's low 64 bits. Colliding floats: hashes with equal low bits, inverted back to
+  // bits (each step of ComputeLongHash is a bijection on 64 bits).
+  const M = (1n << 64n) - 1n;
+  const inverse = (a: bigint) => { let x = a; for (let i = 0; i < 7; i++) x = (x * (2n - a * x)) & M; return x; };
+  const unxorshift = (y: bigint, k: bigint) => { let x = y; for (let i = 0; i < 64; i++) x = y ^ (x >> k); return x; };
+  const unhash = (h: bigint) => {
+    h = unxorshift(h, 22n);
+    h = (h * inverse(65n)) & M;
+    h = unxorshift(h, 11n);
+    h = (h * inverse(21n)) & M;
+    h = unxorshift(h, 31n);
+    return ((h + 1n) * inverse((1n << 18n) - 1n)) & M;
+  };
+  const view = new DataView(new ArrayBuffer(8));
+  const floats: number[] = [];
+  for (let i = 1n; floats.length < 3000; i++) {
+    view.setBigUint64(0, unhash((i * 0x9e3779b97f4an) << 16n & M), true);
+    const x = view.getFloat64(0, true);
+    if (Number.isFinite(x) && !Number.isInteger(x)) floats.push(x);
+  }
+  const bigints = Array.from({ length: 3000 }, (_, i) => BigInt(i + 1) << 64n);
+  const t0 = performance.now();
+  for (const keys of [floats, bigints] as unknown[][]) {
+    assert.throws(() => decode(encode(new Set(keys))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+    assert.throws(() => decode(encode(new Map(keys.map((k) => [k, null])))), (e: unknown) => e instanceof DecodeLimitError && e.kind === "hash_limit");
+  }
+  assert.ok(performance.now() - t0 < 2000, "refused early, not after the flood");
+  const honestFloats = new Set(Array.from({ length: 100_000 }, (_, i) => i + 0.5 + Math.random() / 4));
+  assert.equal((decode(encode(honestFloats)) as Set<number>).size, honestFloats.size);
+  const honestBig = new Set(Array.from({ length: 100_000 }, (_, i) => (BigInt(i) << 64n) + BigInt(Math.floor(Math.random() * 2 ** 52))));
+  assert.equal((decode(encode(honestBig)) as Set<bigint>).size, honestBig.size);
+});
+
+test("REFs resolve in large bodies too (beyond 16 MiB, and past many table growths)", () => {
   const shared = [1, 2];
   const big = new Uint8Array((1 << 24) + 10);
   const back = decode(encode([big, shared, shared])) as unknown[];
@@ -229,6 +307,16 @@ test("canonical sortKeys orders dicts but not the dict inside an OrderedDict (sp
   const back = decode(encode([od, plain], { canonical: true, sortKeys: true })) as [OrderedDict, Map<string, number>];
   assert.deepEqual([...back[0].keys()], ["b", "a"]);
   assert.deepEqual([...back[1].keys()], ["a", "b"]);
+});
+
+test("classes whose field lists join alike stay apart (a field name may hold a NUL)", () => {
+  const two = new Placeholder("m", "C", "ATTRS", ["a", "b"], [1, 2]);
+  const one = new Placeholder("m", "C", "ATTRS", ["a\u0000b"], [3]);
+  const payload = encode([two, one, new Placeholder("m", "C", "ATTRS", ["a", "b"], [4, 5])]);
+  const back = decode(payload, { placeholders: true }) as Placeholder[];
+  assert.deepEqual(back.map((p) => p.fields), [["a", "b"], ["a\u0000b"], ["a", "b"]]);
+  const plain = decode(payload, { placeholders: "plain" }) as Record<string, unknown>[];
+  assert.deepEqual(plain.map((r) => Object.fromEntries(Object.entries(r))), [{ a: 1, b: 2 }, { "a\u0000b": 3 }, { a: 4, b: 5 }]);
 });
 
 test("dicts as objects: a __proto__ key is an own property, never the prototype", () => {

@@ -5,10 +5,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { decode, encode, readStream, DecodeError } from "../src/index.js";
+import { decode, encode, readStream, trace, DecodeError } from "../src/index.js";
 import { loadVectors, hexBytes, toHex } from "./notation.js";
 import { values } from "./arbitraries.js";
 import { decodeUtf8 } from "../src/utf8.js";
+import { setDeepWalkFrom } from "../src/encode.js";
 
 /** Seconds for the whole file (make js-test sets a short bound; make fuzz-js a longer one). */
 const SECONDS = Number(process.env.AMBER_JS_FUZZ_SECONDS ?? "8");
@@ -59,6 +60,49 @@ test("fuzz: random bodies after a valid header decode or fail with a DecodeError
   assert.ok(runs > 100);
 });
 
+// Records of repeated keys, as Python writes them (each key a tracked str, then REFs to it)
+// and as JS does (short strs): the fast path takes a key whose bytes repeat the key before.
+const recordSeeds = [
+  hexBytes("ab4101 5b 62 c161 01 c162 02 62 9302 03 9305 04 62 9302 05 9305 06"),
+  encode([{ a: 1, b: "x" }, { a: 2, b: "y" }, { b: 3, a: 4 }, { a: [{ a: 1 }, { a: 2 }], b: null }]),
+];
+const mutatedRecords = fc
+  .tuple(fc.constantFrom(...recordSeeds), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }))
+  .map(([seed, edits]) => {
+    const bytes = Uint8Array.from(seed);
+    for (const [at, b] of edits) bytes[3 + (at % (bytes.length - 3))] = b;
+    return bytes;
+  });
+
+/** The decoder's recursive fast path and its stack machine (which tracing uses) give the
+ * same value, or the same error at the same offset. */
+function fastAndMachineAgree(data: Uint8Array): void {
+  runs++;
+  const options = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }][runs % 2];
+  let value: unknown, error: DecodeError | null = null;
+  try {
+    value = decode(data, options);
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+    error = e;
+  }
+  const t = trace(data, options);
+  if (error !== null || t.error !== null) {
+    assert.equal(t.error?.kind, error?.kind);
+    assert.equal(t.error?.offset, error?.offset);
+  } else {
+    assert.deepStrictEqual(t.events[0].value, value);
+  }
+}
+
+test("fuzz: the fast path and the stack machine agree", () => {
+  runs = 0;
+  fc.assert(fc.property(fc.oneof(mutated, mutatedRecords), (data) => fastAndMachineAgree(data)), share(0.1));
+  for (const seed of recordSeeds) fastAndMachineAgree(seed);
+  console.log(`fast path against the machine: ${runs} inputs`);
+  assert.ok(runs > 100);
+});
+
 test("fuzz: random streams read or fail with a DecodeError", () => {
   const streams = fc.uint8Array({ maxLength: 48 }).map((b) => Uint8Array.from([0xab, 0x53, 0x01, ...b]));
   fc.assert(fc.property(streams, (data) => {
@@ -80,8 +124,25 @@ test("fuzz: encode, decode, encode gives the same bytes, plain and canonical", (
     assert.equal(toHex(encode(decode(once, { dicts: "object" }))), toHex(once));
     const canon = encode(v, { canonical: true, sortKeys });
     assert.equal(toHex(encode(decode(canon), { canonical: true, sortKeys })), toHex(canon));
-  }), share(0.35));
+  }), share(0.2));
   console.log(`round trips: ${runs} values`);
+  assert.ok(runs > 100);
+});
+
+test("fuzz: the encoder's deep walk writes what its recursive walk writes", () => {
+  runs = 0;
+  fc.assert(fc.property(values, fc.boolean(), (v, canonical) => {
+    runs++;
+    const options = { canonical, sortKeys: canonical };
+    const once = toHex(encode(v, options));
+    setDeepWalkFrom(0);
+    try {
+      assert.equal(toHex(encode(v, options)), once);
+    } finally {
+      setDeepWalkFrom();
+    }
+  }), share(0.1));
+  console.log(`deep walk against the recursive one: ${runs} values`);
   assert.ok(runs > 100);
 });
 

@@ -9,6 +9,7 @@ import {
 import { loadVectors, hexBytes, toHex, build, Comparer } from "./notation.js";
 import { skipReason, SKIPS, usedSkips } from "./skips.js";
 import { vectorClasses } from "./vector_classes.js";
+import { setDeepWalkFrom } from "../src/encode.js";
 
 const values = loadVectors("values.json").vectors as any[];
 const errors = loadVectors("errors.json").vectors as any[];
@@ -68,6 +69,32 @@ test("values.json: encoding", () => {
     } catch (e) {
       failures.push(`${v.name}: ${(e as Error).message}`);
     }
+  }
+  assert.deepEqual(failures, []);
+});
+
+test("values.json and canonical.json: the encoder's deep walk (past 256 levels) writes the same bytes", () => {
+  // The walk that takes over from the recursive one at depth, run from the root here.
+  const failures: string[] = [];
+  setDeepWalkFrom(0);
+  try {
+    for (const v of values) {
+      if (v.decode_only || skipReason("values", v.name, "encode")) continue;
+      const opts = v.options ?? {};
+      try {
+        const got = toHex(encode(build(v.value), { refs: opts.refs, maxDepth: opts.max_depth }));
+        if (got !== v.hex.replace(/\s+/g, "")) failures.push(`${v.name}: wrote ${got}`);
+      } catch (e) {
+        failures.push(`${v.name}: ${(e as Error).message}`);
+      }
+    }
+    for (const v of canonical) {
+      if (skipReason("canonical", v.name, "encode")) continue;
+      const got = toHex(encode(build(v.value), { canonical: true, sortKeys: v.sort_keys }));
+      if (got !== v.hex.replace(/\s+/g, "")) failures.push(`${v.name}: wrote ${got}`);
+    }
+  } finally {
+    setDeepWalkFrom();
   }
   assert.deepEqual(failures, []);
 });
