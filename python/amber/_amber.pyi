@@ -13,6 +13,8 @@ __all__ = [
     "MIN_KEY_LENGTH",
     "OOB_THRESHOLD",
     "_DEFAULT_MAX_MESSAGE",
+    "_DUMPS_KEYWORDS",
+    "_LOADS_KEYWORDS",
     "_MORE",
     "_STREAM_END",
     "_STREAM_MAGIC",
@@ -47,6 +49,9 @@ MIN_KEY_LENGTH: Final[int]
 _STREAM_MAGIC: Final[bytes]
 _STREAM_END: Final[bytes]
 _DEFAULT_MAX_MESSAGE: Final[int]
+# The keyword names the fast keyword path of dumps and loads matches (see fastcall.rs).
+_DUMPS_KEYWORDS: Final[tuple[str, ...]]
+_LOADS_KEYWORDS: Final[tuple[str, ...]]
 # What _FrameReader.next_message returns when the next message needs Python.
 _MORE: Final[object]
 
@@ -148,6 +153,7 @@ def _trace(
     key: _Key = None,
 ) -> tuple[list[_TraceEvent], int, DecodeError | None, bytes | None]: ...
 def _dict_layout_known() -> bool: ...
+
 def _callbacks() -> list[tuple[str, str]]: ...
 def _value_rule(kind: str, index: int, value: Any) -> str | None: ...
 def verify(
