@@ -162,6 +162,27 @@ def test_cached_keys_never_mix_up(graph_diff):
             assert graph_diff(obj, back) is None
 
 
+def test_remembered_keys_of_long_records_are_written_as_the_reference_encoder_does(graph_diff):
+    # The encoder remembers the keys of a dict's first 8 positions by position and later ones
+    # by address (memo.rs), in 64 slots: records of 40 keys nesting records of 20 other keys
+    # and of some of the same keys, so that slots are shared and overwritten, and positions
+    # take turns between shapes. Every REF must point where the reference encoder's does.
+    outer_keys = [f"field_{i}" for i in range(40)]
+    inner_keys = [f"inner_{i}" for i in range(20)] + outer_keys[5:25]
+    records = []
+    for r in range(30):
+        inner = {k: r * 100 + j for j, k in enumerate(inner_keys[r % 7 :])}
+        record = {k: (inner if j == 20 else f"v{r}-{j}") for j, k in enumerate(outer_keys)}
+        records.append(record)
+    for obj in (records, records[::-1], [records[0], records[0]]):
+        data = amber.dumps(obj)
+        assert data == ref_dumps(obj)
+        assert graph_diff(obj, amber.loads(data)) is None
+    # Without refs no key is remembered; in canonical mode strs are written by value.
+    assert amber.loads(amber.dumps(records, refs=False)) == records
+    assert amber.loads(amber.dumps(records, canonical=True)) == records
+
+
 def test_cached_keys_are_only_equal_strs():
     # Same length, same first bytes, different last byte; non-ASCII keys are not cached.
     payloads = [{"abcdefghijklmnopqrstuvw": 1}, {"abcdefghijklmnopqrstuvx": 2}, {"é": 3}, {"e": 4}]

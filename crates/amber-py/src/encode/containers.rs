@@ -144,7 +144,7 @@ impl PyEncoder<'_> {
             let plain = is_str || key_type == self.types.int;
             let early = (!plain).then(|| hold(key));
             if is_str {
-                self.str_key(key)
+                self.str_key(key, index)
                     .map_err(|e| e.at(Segment::KeyOf(index), obj))?;
             } else {
                 self.nested_value(key)
@@ -165,19 +165,20 @@ impl PyEncoder<'_> {
     /// Writes the str `key` of a dict's entry number `index`.
     ///
     /// Dicts of one shape (rows, records) repeat their keys, which the memo holds (a key is
-    /// held by every dict that has it): the second dict on writes each key as a `REF`. Keys
-    /// the memo holds are remembered by address with their offsets, so that such a key costs
-    /// one comparison instead of a memo lookup.
+    /// held by every dict that has it): the second dict on writes each key as a `REF`. The
+    /// memo remembers the keys it holds with their offsets (by position in the dict, or past
+    /// the first few positions by address), so that such a key costs one comparison instead
+    /// of a memo lookup.
     #[inline(always)]
-    fn str_key(&mut self, key: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        match self.memo.key(key) {
+    fn str_key(&mut self, key: *mut ffi::PyObject, index: usize) -> Result<(), EncodeFail> {
+        match self.memo.key(key, index) {
             KeyRef::Written(offset) => {
                 self.writer.reference(offset);
                 Ok(())
             }
             KeyRef::Unknown => {
                 self.str(key)?;
-                self.memo.remember_key(key);
+                self.memo.remember_key(key, index);
                 Ok(())
             }
         }

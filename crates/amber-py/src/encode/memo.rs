@@ -15,11 +15,12 @@
 //!   they are released when the encode ends or restarts.
 //! - **Shortcuts.** Two small caches skip the memo's hash lookup, and both hold only objects
 //!   the memo already holds, so they are exact: `recent` keeps a few objects found again lately
-//!   (`[x] * n`, a shared str repeated in a long list), and `key_refs` str dict keys the memo
-//!   holds, by address (records repeat their keys: a JSON API's records have dozens, and
-//!   nested records of other shapes take turns with them). Both are emptied whenever the
-//!   memo is; `key_refs` by clearing a mask of the slots in use, so that a small payload
-//!   does not pay for zeroing the table.
+//!   (`[x] * n`, a shared str repeated in a long list), and two caches of str dict keys the
+//!   memo holds (records repeat their keys): `key_refs` the key last written at each of a
+//!   dict's first 8 positions, and `key_slots` the keys past those, by address (a JSON API's
+//!   records have dozens of keys). All are emptied whenever the memo is; `key_slots` by
+//!   clearing a mask of the slots in use, so that a small payload does not pay for zeroing
+//!   that table.
 //! - **Restart.** A cycle through a tuple found late makes the encode start again with the
 //!   tracker recording everything ([`Memo::restart`]).
 //! - **Reuse.** The table and the list of recorded objects go back to a per-thread scratch
@@ -35,8 +36,10 @@ use super::sink::BytesSink;
 /// Slots of [`Memo::recent`] (a power of two).
 const RECENT_REFS: usize = 8;
 
-/// Slots of [`Memo::key_refs`]: one bit each in [`Memo::key_refs_used`].
-const KEY_REFS: usize = 128;
+/// Dict positions whose keys [`Memo::key_refs`] remembers.
+const KEY_REFS: usize = 8;
+/// Slots of [`Memo::key_slots`]: one bit each in [`Memo::key_slots_used`].
+const KEY_SLOTS: usize = 64;
 
 /// A memo grown past this many entries is dropped rather than kept, so one huge payload does
 /// not pin its table's memory for the life of the thread.
@@ -47,7 +50,7 @@ const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
 struct Scratch {
     tracker: RefTracker,
     recorded: Vec<*mut ffi::PyObject>,
-    key_refs: Box<[(usize, usize)]>,
+    key_slots: Box<[(usize, usize)]>,
 }
 
 impl Default for Scratch {
@@ -55,7 +58,7 @@ impl Default for Scratch {
         Scratch {
             tracker: RefTracker::default(),
             recorded: Vec::new(),
-            key_refs: vec![(0, 0); KEY_REFS].into_boxed_slice(),
+            key_slots: vec![(0, 0); KEY_SLOTS].into_boxed_slice(),
         }
     }
 }
@@ -71,10 +74,11 @@ fn recent_slot(obj: *mut ffi::PyObject) -> usize {
     (obj as usize >> 4) & (RECENT_REFS - 1)
 }
 
-/// Where [`Memo::key_refs`] keeps the key `key`, as [`recent_slot`].
+/// Where [`Memo::key_slots`] keeps the key `key`. Str objects made one after another sit a
+/// fixed distance apart, so the address is hashed (Fibonacci hashing) rather than masked.
 #[inline(always)]
 fn key_slot(key: *mut ffi::PyObject) -> usize {
-    (key as usize >> 4) & (KEY_REFS - 1)
+    ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - KEY_SLOTS.trailing_zeros())) as usize
 }
 
 /// The identity memo of one encode (see the module documentation).
@@ -91,10 +95,14 @@ pub(super) struct Memo {
     /// The body offset of the object [`Memo::lookup`] saw last: where it was written
     /// before, or where it is about to be.
     last_offset: usize,
-    /// By [`key_slot`], a str dict key the memo holds, with its offset; valid only where
-    /// its bit in `key_refs_used` is set. KEY_REFS long (empty once recycled).
-    key_refs: Box<[(usize, usize)]>,
-    key_refs_used: u128,
+    /// By position in a dict, the str key last written there that the memo holds, with its
+    /// offset (address 0: none).
+    key_refs: [(usize, usize); KEY_REFS],
+    /// By [`key_slot`], a str key met past position KEY_REFS that the memo holds, with its
+    /// offset; valid only where its bit in `key_slots_used` is set. KEY_SLOTS long while the
+    /// memo is in use (emptied by `recycle`).
+    key_slots: Box<[(usize, usize)]>,
+    key_slots_used: u64,
     /// Objects the memo found again lately, with their offsets, by [`recent_slot`].
     recent: [(usize, usize); RECENT_REFS],
 }
@@ -103,7 +111,7 @@ pub(super) struct Memo {
 pub(super) enum KeyRef {
     /// The memo holds the key, written at this offset.
     Written(usize),
-    /// Not known: write the key and then [`Memo::remember_key`] it.
+    /// Not known there: write the key and then [`Memo::remember_key`] it.
     Unknown,
 }
 
@@ -114,7 +122,7 @@ impl Memo {
         let Scratch {
             tracker,
             recorded,
-            key_refs,
+            key_slots,
         } = SCRATCH.with(Cell::take).unwrap_or_default();
         Memo {
             tracker: refs.then_some(tracker),
@@ -123,8 +131,9 @@ impl Memo {
             pinned: 0,
             held: std::ptr::null_mut(),
             last_offset: 0,
-            key_refs,
-            key_refs_used: 0,
+            key_refs: [(0, 0); KEY_REFS],
+            key_slots,
+            key_slots_used: 0,
             recent: [(0, 0); RECENT_REFS],
         }
     }
@@ -146,7 +155,8 @@ impl Memo {
             tracker.reset(true);
         }
         self.unpin();
-        self.key_refs_used = 0;
+        self.key_refs = [(0, 0); KEY_REFS];
+        self.key_slots_used = 0;
         self.recent = [(0, 0); RECENT_REFS];
     }
 
@@ -164,12 +174,12 @@ impl Memo {
             recorded.clear();
         }
         // An empty boxed slice allocates nothing.
-        let key_refs = std::mem::replace(&mut self.key_refs, Box::new([]));
+        let key_slots = std::mem::replace(&mut self.key_slots, Box::new([]));
         SCRATCH.with(|slot| {
             slot.set(Some(Scratch {
                 tracker,
                 recorded,
-                key_refs,
+                key_slots,
             }))
         });
     }
@@ -314,30 +324,44 @@ impl Memo {
         }
     }
 
-    /// What the memo knows of `key`, a str dict key. A key known there costs one comparison
-    /// instead of a lookup.
+    /// What the memo knows of `key`, a str key at position `index` of a dict. A key known
+    /// there costs one comparison instead of a lookup.
     #[inline(always)]
-    pub(super) fn key(&mut self, key: *mut ffi::PyObject) -> KeyRef {
-        let slot = key_slot(key);
-        let (known, offset) = self.key_refs[slot];
-        if self.key_refs_used & (1 << slot) != 0 && known == key as usize {
-            // Only memo entries are remembered, and they stand until the memo is reset,
-            // which forgets key_refs too.
-            return KeyRef::Written(offset);
+    pub(super) fn key(&mut self, key: *mut ffi::PyObject, index: usize) -> KeyRef {
+        if let Some(&(last, offset)) = self.key_refs.get(index) {
+            if last == key as usize {
+                // Only memo entries are remembered, and they stand until the memo is reset,
+                // which forgets key_refs too.
+                return KeyRef::Written(offset);
+            }
+        } else {
+            let slot = key_slot(key);
+            if let Some(&(known, offset)) = self.key_slots.get(slot) {
+                if known == key as usize && self.key_slots_used & (1 << slot) != 0 {
+                    return KeyRef::Written(offset);
+                }
+            }
         }
         self.last_offset = usize::MAX;
         KeyRef::Unknown
     }
 
-    /// After a [`KeyRef::Unknown`] key was written: remembers it if the memo met it (it always
-    /// does with refs, unless canonical mode writes strs by value or the key is held by this
-    /// dict alone).
+    /// After a [`KeyRef::Unknown`] key was written at position `index`: remembers it if the
+    /// memo met it (it always does with refs, unless canonical mode writes strs by value or
+    /// the key is held by this dict alone).
     #[inline(always)]
-    pub(super) fn remember_key(&mut self, key: *mut ffi::PyObject) {
-        if self.last_offset != usize::MAX {
+    pub(super) fn remember_key(&mut self, key: *mut ffi::PyObject, index: usize) {
+        if self.last_offset == usize::MAX {
+            return;
+        }
+        if let Some(place) = self.key_refs.get_mut(index) {
+            *place = (key as usize, self.last_offset);
+        } else {
             let slot = key_slot(key);
-            self.key_refs[slot] = (key as usize, self.last_offset);
-            self.key_refs_used |= 1 << slot;
+            if let Some(place) = self.key_slots.get_mut(slot) {
+                *place = (key as usize, self.last_offset);
+                self.key_slots_used |= 1 << slot;
+            }
         }
     }
 }
