@@ -206,7 +206,10 @@ pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Py
                 let Some(item) = seq.get(i) else { break };
                 // SAFETY: a live item of the caller's list, a CustomType.
                 let entry = unsafe { Bound::from_borrowed_ptr(py, item) };
-                table.set_item(entry.getattr("cls")?, entry.getattr("encode")?)?;
+                table.set_item(
+                    entry.getattr(pyo3::intern!(py, "cls"))?,
+                    entry.getattr(pyo3::intern!(py, "encode"))?,
+                )?;
             }
             return Ok((!table.is_empty()).then(|| table.into_any().unbind()));
         }
@@ -336,7 +339,7 @@ impl CallKey {
                     // SAFETY: a live item of the caller's `custom`.
                     let entry =
                         unsafe { Bound::from_borrowed_ptr(py, self.custom.get(i as usize)?) };
-                    objects.push(entry.getattr("decode").ok()?.unbind());
+                    objects.push(entry.getattr(pyo3::intern!(py, "decode")).ok()?.unbind());
                     continue;
                 }
             };
@@ -374,7 +377,7 @@ impl CallKey {
                     (0..self.custom.len).rev().find_map(|i| {
                         // SAFETY: a live item of the caller's `custom`.
                         let entry = unsafe { Bound::from_borrowed_ptr(py, self.custom.get(i)?) };
-                        let decode = entry.getattr("decode").ok()?;
+                        let decode = entry.getattr(pyo3::intern!(py, "decode")).ok()?;
                         (decode.as_ptr() == object).then_some(Source::Decoder(i as u32))
                     })
                 }
