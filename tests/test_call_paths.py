@@ -9,6 +9,7 @@ that grows with the payload. Each must give exactly what the general path gives.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import platform
 import sys
@@ -338,6 +339,12 @@ def test_keyword_calls_are_matched_for_every_option_of_the_signature():
         assert list(table) == keyword_only
 
 
+@dataclasses.dataclass
+class _Point:
+    x: int
+    y: int
+
+
 def test_keyword_calls_agree_with_the_full_path(graph_diff):
     obj = {"b": [1, 2.5, "s"], "a": (1,), "c": {3, 1, 2}}
     # A name made at run time is not interned: the full function takes that call.
@@ -353,6 +360,20 @@ def test_keyword_calls_agree_with_the_full_path(graph_diff):
         pass
 
     assert graph_diff(obj, amber.loads(data, unknown_fields=Text("ignore"))) is None
+    # The defaults the keyword path fills in for options not given are the signature's: no
+    # placeholders (a class not allowed is refused), refs on, keys in dict order.
+    signature = inspect.signature(amber.loads).parameters
+    assert signature["placeholders"].default is False
+    assert signature["unknown_fields"].default == "ignore"
+    point = _Point(1, 2)
+    with pytest.raises(amber.ClassNotAllowedError):
+        amber.loads(amber.dumps(point), max_depth=50)
+    assert amber.loads(amber.dumps(point), types=[_Point]) == point
+    shared = [1, 2]
+    assert amber.loads(amber.dumps([shared, shared], max_depth=50)) == [shared, shared]
+    decoded = amber.loads(amber.dumps([shared, shared], max_depth=50))
+    assert decoded[0] is decoded[1]
+    assert list(amber.loads(amber.dumps({"b": 1, "a": 2}, max_depth=50))) == ["b", "a"]
     with pytest.raises(ValueError, match="unknown_fields must be"):
         amber.loads(data, unknown_fields="nope")
     with pytest.raises(amber.DecodeLimitError):
