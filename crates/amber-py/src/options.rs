@@ -105,15 +105,8 @@ pub(crate) fn class_options(
             )))
         }
     };
-    let absent = |v: Option<&Bound<'_, PyAny>>| v.map_or(true, |v| v.is_none());
-    let allowed = if absent(types) && absent(custom) {
-        // The common call: no classes allowed.
-        no_classes(py).allowed.share_none()
-    } else {
-        registry::allowed(py, types, custom)?
-    };
     Ok(decode::ClassOptions {
-        allowed,
+        allowed: registry::allowed(py, types, custom)?,
         unknown_error,
         placeholders,
     })

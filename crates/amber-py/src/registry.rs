@@ -21,7 +21,7 @@
 //! aliases of such objects. Any other argument, a mapping included, goes to `registry` on
 //! every call, as before.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -29,6 +29,7 @@ use pyo3_ffi as ffi;
 use rustc_hash::FxHashMap;
 
 use crate::callbacks::Callback;
+use crate::object::Cached;
 use crate::weak_class::refers_to;
 
 /// How many lists are remembered; services use one or a few.
@@ -72,20 +73,12 @@ pub struct Allowed {
 }
 
 impl Allowed {
-    /// Allows nothing.
+    /// Allows nothing. The empty names are made once and shared: the common call allows no
+    /// classes, and costs no allocation for it.
     pub fn none() -> Allowed {
+        static NO_NAMES: OnceLock<Arc<Names>> = OnceLock::new();
         Allowed {
-            names: Arc::new(Names::default()),
-            objects: Box::new([]),
-        }
-    }
-
-    /// Another `Allowed` that allows nothing, sharing this one's (empty) names: no
-    /// allocation.
-    pub fn share_none(&self) -> Allowed {
-        debug_assert!(self.objects.is_empty());
-        Allowed {
-            names: Arc::clone(&self.names),
+            names: Arc::clone(NO_NAMES.get_or_init(Arc::default)),
             objects: Box::new([]),
         }
     }
@@ -117,6 +110,9 @@ pub fn allowed(
 ) -> PyResult<Allowed> {
     let types = types.filter(|t| !t.is_none());
     let custom = custom.filter(|c| !c.is_none());
+    if types.is_none() && custom.is_none() {
+        return Ok(Allowed::none());
+    }
     let key = CallKey::of(types, custom);
     if let Some(key) = &key {
         if let Some(names) = cached(key) {
@@ -188,17 +184,16 @@ pub fn names(py: Python<'_>, types: &Bound<'_, PyAny>) -> PyResult<Arc<Names>> {
 /// call cost as much as encoding a job message. Anything else goes to `encoders`, which
 /// checks each entry.
 pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
-    static CUSTOM_TYPE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    let custom_type = CUSTOM_TYPE.get_or_try_init(py, || {
-        py.import("amber._classes")
-            .and_then(|m| m.getattr("CustomType"))
-            .map(Bound::unbind)
-    })?;
+    static CUSTOM_TYPE: Cached = Cached::new();
+    let custom_type = CUSTOM_TYPE.imported_attr(c"amber._classes", c"CustomType");
+    if custom_type.is_null() {
+        return Err(PyErr::fetch(py));
+    }
     if let Some(seq) = Seq::of(Some(custom)) {
         let all_custom = (0..seq.len).all(|i| {
             // SAFETY: a type check of a live item.
             seq.get(i)
-                .is_some_and(|item| unsafe { ffi::Py_TYPE(item) }.cast() == custom_type.as_ptr())
+                .is_some_and(|item| unsafe { ffi::Py_TYPE(item) }.cast() == custom_type)
         });
         if all_custom {
             let table = PyDict::new(py);
