@@ -123,7 +123,9 @@ export function finishComposite(code: number, obj: any, values: unknown[]): void
     case ExtCode.DEFAULTDICT: {
       const [factory, raw] = values;
       if (factory !== null && !(typeof factory === "string" && (DEFAULTDICT_FACTORIES as readonly string[]).includes(factory))) {
-        throw new InvalidExt(`DEFAULTDICT: factory ${JSON.stringify(factory)} is not None or a listed builtin`);
+        // The factory is any decoded value (a BigInt, a cycle): name its kind, never serialize it.
+        const what = typeof factory === "string" ? JSON.stringify(factory) : `a non-str value (${kindOf(factory)})`;
+        throw new InvalidExt(`DEFAULTDICT: factory ${what} is not None or a listed builtin`);
       }
       const items = dictItems("DEFAULTDICT", raw);
       for (const [k, v] of items) (obj as DefaultDict).set(k, v);
