@@ -160,3 +160,40 @@ def test_custom_encoders_from_a_list_match_those_from_any_iterable() -> None:
 
     sub = Subclassed(cls, lambda o: ["sub", o.a], lambda s: cls(s[1]))
     assert b"sub" in amber.dumps(obj, custom=[sub])
+
+
+@pytest.mark.parametrize("count", [1, 3, 4, 5, 9, 20])
+def test_custom_tables_of_any_size_find_every_class_and_keep_the_later_entry(count: int) -> None:
+    # Up to four entries are kept inline, more in a sorted table searched by address (past
+    # eight entries, by binary search): every size finds each of its classes, classes
+    # outside it are written as plain instances, and a class listed twice takes its later
+    # entry, as a dict would.
+    classes = [_dataclass(f"Sized{count}_{i}") for i in range(count)]
+
+    def custom_type(cls: Any, mark: str) -> amber.CustomType[Any]:
+        return amber.CustomType(cls, lambda o: [mark, o.a], lambda s: cls(s[1]))
+
+    entries = [custom_type(cls, f"early{i}") for i, cls in enumerate(classes)]
+    # The first class again, last: it replaces the first entry.
+    entries.append(custom_type(classes[0], "late0"))
+    outsider = _dataclass(f"Outsider{count}")
+    values = [cls(i) for i, cls in enumerate(classes)]
+    data = amber.dumps([*values, outsider(99)], custom=entries, types=[outsider])
+    for i in range(count):
+        assert (f"early{i}".encode() in data) == (i != 0)
+    assert b"late0" in data
+    decoders = [custom_type(cls, "") for cls in classes]
+    assert amber.loads(data, custom=decoders, types=[outsider]) == [*values, outsider(99)]
+    assert data == amber.dumps([*values, outsider(99)], custom=iter(entries), types=[outsider])
+
+
+def test_a_custom_type_made_without_init_is_refused_on_every_path() -> None:
+    # Its fields are empty slots: the table cannot take them, and getattr reports which.
+    empty = object.__new__(amber.CustomType)
+    cls = _dataclass("NeverInit")
+    for custom in ([empty], (empty,), iter([empty])):
+        with pytest.raises(AttributeError, match="has no attribute"):
+            amber.dumps(cls(1), custom=custom)
+    data = amber.dumps(cls(1), types=[cls])
+    with pytest.raises(AttributeError, match="has no attribute 'decode'"):
+        amber.loads(data, custom=[empty])

@@ -51,20 +51,14 @@ pub(crate) fn dumps_with(
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
     (custom, allowed): (
-        Option<&Py<PyAny>>,
+        Option<&std::sync::Arc<crate::registry::CustomEncoders>>,
         Option<&std::sync::Arc<crate::registry::Names>>,
     ),
     buffer_callback: Option<&Py<PyAny>>,
     seal: &SealConfig,
 ) -> PyResult<Py<PyBytes>> {
-    let held = |table: Option<&Py<PyAny>>| {
-        table.map(|t| {
-            // SAFETY: t is a live dict held by the caller for the whole encode.
-            unsafe { object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(t.as_ptr())) }
-        })
-    };
     let classes = encode::ClassTables {
-        custom: held(custom),
+        custom: custom.cloned(),
         allowed: allowed.cloned(),
     };
     let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());

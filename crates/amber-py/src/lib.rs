@@ -7,6 +7,7 @@
 mod buffer;
 mod call;
 mod callbacks;
+mod custom_type;
 mod decode;
 mod dict_layout;
 mod encode;

@@ -53,15 +53,15 @@ pub(crate) fn check_alloc(max_alloc: Option<&Bound<'_, PyAny>>) -> PyResult<Opti
         .transpose()
 }
 
-/// The custom encode table for `custom=`: a dict by exact type, or None.
+/// The custom encode table for `custom=`, or None.
 fn custom_encoders(
     py: Python<'_>,
     custom: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Option<Py<PyAny>>> {
+) -> PyResult<Option<Arc<registry::CustomEncoders>>> {
     match custom {
         None => Ok(None),
         Some(c) if c.is_none() => Ok(None),
-        Some(c) => registry::encoders(py, c),
+        Some(c) => Ok(registry::encoders(py, c)?.map(Arc::new)),
     }
 }
 
@@ -164,8 +164,8 @@ pub(crate) fn check_buffers(
 /// `Encoder` keeps.
 pub(crate) struct EncodeConfig {
     pub options: encode::Options,
-    /// The caller's custom encode functions by exact type (a dict), or None.
-    pub custom: Option<Py<PyAny>>,
+    /// The caller's custom encode functions by exact type, or None.
+    pub custom: Option<Arc<registry::CustomEncoders>>,
     /// `types=`: the allow-list the encoder holds every shape to (see `encode::ClassTables`),
     /// or None for no check.
     pub allowed: Option<Arc<registry::Names>>,

@@ -29,7 +29,7 @@ use pyo3_ffi as ffi;
 use rustc_hash::FxHashMap;
 
 use crate::callbacks::Callback;
-use crate::object::Cached;
+use crate::custom_type;
 use crate::weak_class::refers_to;
 
 /// How many lists are remembered; services use one or a few.
@@ -69,7 +69,39 @@ enum Source {
 /// The classes, functions and custom decoders of one call, each held for the call.
 pub struct Allowed {
     names: Arc<Names>,
-    objects: Box<[Py<PyAny>]>,
+    objects: Held,
+}
+
+/// How many of a call's objects [`Held`] keeps without allocating.
+const HELD_INLINE: usize = 4;
+
+/// The objects of one call, in the order its [`Names`] index them. A call allows one class
+/// or a few: those are kept inline, so that a call whose list is remembered allocates
+/// nothing (the allocation and its release cost a tenth of `loads(b, types=T)`'s overhead).
+enum Held {
+    Inline([Option<Py<PyAny>>; HELD_INLINE]),
+    Heap(Box<[Py<PyAny>]>),
+}
+
+impl Held {
+    /// `objects`, whose count is `count`.
+    fn collect(count: usize, objects: impl IntoIterator<Item = Py<PyAny>>) -> Held {
+        if count > HELD_INLINE {
+            return Held::Heap(objects.into_iter().collect());
+        }
+        let mut inline = [const { None }; HELD_INLINE];
+        for (slot, object) in inline.iter_mut().zip(objects) {
+            *slot = Some(object);
+        }
+        Held::Inline(inline)
+    }
+
+    fn get(&self, index: usize) -> Option<&Py<PyAny>> {
+        match self {
+            Held::Inline(inline) => inline.get(index)?.as_ref(),
+            Held::Heap(heap) => heap.get(index),
+        }
+    }
 }
 
 impl Allowed {
@@ -79,7 +111,7 @@ impl Allowed {
         static NO_NAMES: OnceLock<Arc<Names>> = OnceLock::new();
         Allowed {
             names: Arc::clone(NO_NAMES.get_or_init(Arc::default)),
-            objects: Box::new([]),
+            objects: Held::Inline([const { None }; HELD_INLINE]),
         }
     }
 
@@ -164,7 +196,7 @@ pub fn allowed(
     }
     Ok(Allowed {
         names,
-        objects: objects.into_boxed_slice(),
+        objects: Held::collect(objects.len(), objects),
     })
 }
 
@@ -178,39 +210,146 @@ pub fn names(py: Python<'_>, types: &Bound<'_, PyAny>) -> PyResult<Arc<Names>> {
     Ok(Arc::clone(allowed(py, Some(types), None)?.names()))
 }
 
-/// The encode functions of `custom` by exact class (a dict), or None when it has none: what
+/// The caller's custom encode functions, by exact class: what `custom=` gives an encoder.
+///
+/// A table of its own rather than a dict: the encoder asks it about every class instance it
+/// meets, and a call that passes `custom=` builds one, so a few entries are kept inline
+/// (building and releasing a dict cost more than the lookups of a small payload). Entries are sorted by class address and found by address (classes are
+/// compared by identity, as "exact class" says); when `custom` names a class twice, the
+/// later entry wins, as it would in a dict.
+pub struct CustomEncoders(Entries);
+
+/// How many entries [`CustomEncoders`] keeps without allocating.
+const ENCODERS_INLINE: usize = 4;
+
+/// `(class, encode)` pairs, sorted by the class's address, one per class.
+enum Entries {
+    Few(usize, [Option<(Py<PyAny>, Py<PyAny>)>; ENCODERS_INLINE]),
+    Many(Box<[(Py<PyAny>, Py<PyAny>)]>),
+}
+
+impl CustomEncoders {
+    /// The table of `pairs`, `count` of them, in the caller's order; None when there are
+    /// none, and the first error of `pairs` if one fails.
+    fn build(
+        count: usize,
+        pairs: impl Iterator<Item = PyResult<(Py<PyAny>, Py<PyAny>)>>,
+    ) -> PyResult<Option<CustomEncoders>> {
+        let address = |pair: &(Py<PyAny>, Py<PyAny>)| pair.0.as_ptr() as usize;
+        if count > ENCODERS_INLINE {
+            let mut entries = pairs.collect::<PyResult<Vec<_>>>()?;
+            // Stable: of the entries for one class, the caller's last stays last.
+            entries.sort_by_key(address);
+            let mut kept: Vec<(Py<PyAny>, Py<PyAny>)> = Vec::with_capacity(entries.len());
+            for pair in entries {
+                match kept.last_mut() {
+                    Some(last) if address(last) == address(&pair) => *last = pair,
+                    _ => kept.push(pair),
+                }
+            }
+            return Ok(Some(CustomEncoders(Entries::Many(kept.into()))));
+        }
+        let mut few: [Option<(Py<PyAny>, Py<PyAny>)>; ENCODERS_INLINE] = [const { None }; 4];
+        let mut len = 0;
+        for pair in pairs.take(ENCODERS_INLINE) {
+            let pair = pair?;
+            // Insertion by address; an entry for a class already there replaces it.
+            let at = few[..len]
+                .iter()
+                .position(|e| e.as_ref().is_some_and(|e| address(e) >= address(&pair)))
+                .unwrap_or(len);
+            if few[at]
+                .as_ref()
+                .is_some_and(|e| address(e) == address(&pair))
+            {
+                few[at] = Some(pair);
+                continue;
+            }
+            few[at..=len].rotate_right(1);
+            few[at] = Some(pair);
+            len += 1;
+        }
+        Ok((len > 0).then_some(CustomEncoders(Entries::Few(len, few))))
+    }
+
+    /// The encode function for instances of exactly `class`, borrowed.
+    #[inline]
+    pub fn get(&self, class: *mut ffi::PyTypeObject) -> Option<*mut ffi::PyObject> {
+        let key = class.cast::<ffi::PyObject>();
+        match &self.0 {
+            Entries::Few(len, few) => few[..*len]
+                .iter()
+                .flatten()
+                .find(|(c, _)| c.as_ptr() == key)
+                .map(|(_, encode)| encode.as_ptr()),
+            Entries::Many(many) => {
+                let at = many
+                    .binary_search_by_key(&(key as usize), |(c, _)| c.as_ptr() as usize)
+                    .ok()?;
+                Some(many[at].1.as_ptr())
+            }
+        }
+    }
+}
+
+/// The encode functions of `custom` by exact class, or None when it has none: what
 /// `amber._classes.encoders` returns. A list or tuple of `CustomType` objects (which cannot
-/// change once made, and were checked when made) is read here, without calling Python: that
-/// call cost as much as encoding a job message. Anything else goes to `encoders`, which
-/// checks each entry.
-pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
-    static CUSTOM_TYPE: Cached = Cached::new();
-    let custom_type = CUSTOM_TYPE.imported_attr(c"amber._classes", c"CustomType");
+/// change once made, and were checked when made) is read here, from their slots, without
+/// calling Python: that call cost as much as encoding a job message. Anything else goes to
+/// `encoders`, which checks each entry.
+pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<CustomEncoders>> {
+    let custom_type = custom_type::class();
     if custom_type.is_null() {
         return Err(PyErr::fetch(py));
     }
     if let Some(seq) = Seq::of(Some(custom)) {
         let all_custom = (0..seq.len).all(|i| {
-            // SAFETY: a type check of a live item.
             seq.get(i)
-                .is_some_and(|item| unsafe { ffi::Py_TYPE(item) }.cast() == custom_type)
+                .is_some_and(|item| custom_type::is_custom_type(item, custom_type))
         });
         if all_custom {
-            let table = PyDict::new(py);
-            for i in 0..seq.len {
-                let Some(item) = seq.get(i) else { break };
-                // SAFETY: a live item of the caller's list, a CustomType.
-                let entry = unsafe { Bound::from_borrowed_ptr(py, item) };
-                table.set_item(
-                    entry.getattr(pyo3::intern!(py, "cls"))?,
-                    entry.getattr(pyo3::intern!(py, "encode"))?,
-                )?;
-            }
-            return Ok((!table.is_empty()).then(|| table.into_any().unbind()));
+            // Reading a field may run code (a getattr fallback) that changes the list:
+            // `seq.get` stops at its current end.
+            let pairs = (0..seq.len).map_while(|i| seq.get(i)).map(|item| {
+                Ok((
+                    custom_field(py, item, custom_type::Field::Cls)?,
+                    custom_field(py, item, custom_type::Field::Encode)?,
+                ))
+            });
+            return CustomEncoders::build(seq.len, pairs);
         }
     }
     let table = Callback::Encoders.call(py, (custom,))?;
-    Ok((!table.is_none()).then(|| table.unbind()))
+    if table.is_none() {
+        return Ok(None);
+    }
+    let table = table.cast_into::<PyDict>()?;
+    let pairs = table
+        .iter()
+        .map(|(class, encode)| Ok((class.unbind(), encode.unbind())));
+    CustomEncoders::build(table.len(), pairs)
+}
+
+/// `field` of `item`, a live `CustomType`, as a new reference: from its slot, or else by
+/// `getattr` (which may run code, and raises for a field that is not set).
+fn custom_field(
+    py: Python<'_>,
+    item: *mut ffi::PyObject,
+    field: custom_type::Field,
+) -> PyResult<Py<PyAny>> {
+    if let Some(value) = custom_type::field(item, field) {
+        // SAFETY: a live object held by the item's slot; the Py takes its own reference.
+        return Ok(unsafe { Bound::from_borrowed_ptr(py, value) }.unbind());
+    }
+    let name = match field {
+        custom_type::Field::Cls => pyo3::intern!(py, "cls"),
+        custom_type::Field::Encode => pyo3::intern!(py, "encode"),
+        custom_type::Field::Decode => pyo3::intern!(py, "decode"),
+    };
+    // SAFETY: item is a live object the caller borrows for the call.
+    Ok(unsafe { Bound::from_borrowed_ptr(py, item) }
+        .getattr(name)?
+        .unbind())
 }
 
 /// A list or tuple argument, read by index without copying.
@@ -324,24 +463,33 @@ impl CallKey {
 
     /// The objects `names` lists, taken from these arguments; None if one cannot be read
     /// (a `CustomType` without its `decode`, which its class does not allow).
-    fn objects(&self, py: Python<'_>, names: &Names) -> Option<Box<[Py<PyAny>]>> {
-        let mut objects = Vec::with_capacity(names.sources.len());
-        for source in names.sources.iter() {
+    fn objects(&self, py: Python<'_>, names: &Names) -> Option<Held> {
+        let object = |source: &Source| -> Option<Py<PyAny>> {
             let object = match *source {
                 Source::Type(i) => self.types.get(i as usize)?,
                 Source::Alias(i) => alias_parts(self.types.get(i as usize)?)?.1,
                 Source::Decoder(i) => {
-                    // SAFETY: a live item of the caller's `custom`.
-                    let entry =
-                        unsafe { Bound::from_borrowed_ptr(py, self.custom.get(i as usize)?) };
-                    objects.push(entry.getattr(pyo3::intern!(py, "decode")).ok()?.unbind());
-                    continue;
+                    let entry = self.custom.get(i as usize)?;
+                    return custom_field(py, entry, custom_type::Field::Decode).ok();
                 }
             };
             // SAFETY: object is a live item (or alias object) of the caller's arguments.
-            objects.push(unsafe { Bound::from_borrowed_ptr(py, object) }.unbind());
+            Some(unsafe { Bound::from_borrowed_ptr(py, object) }.unbind())
+        };
+        let count = names.sources.len();
+        if count > HELD_INLINE {
+            return names
+                .sources
+                .iter()
+                .map(object)
+                .collect::<Option<_>>()
+                .map(Held::Heap);
         }
-        Some(objects.into_boxed_slice())
+        let mut inline = [const { None }; HELD_INLINE];
+        for (slot, source) in inline.iter_mut().zip(names.sources.iter()) {
+            *slot = Some(object(source)?);
+        }
+        Some(Held::Inline(inline))
     }
 
     /// Where each of `objects` (the registry's classes, then from `decoders_from` on its
@@ -370,9 +518,8 @@ impl CallKey {
                     })
                 } else {
                     (0..self.custom.len).rev().find_map(|i| {
-                        // SAFETY: a live item of the caller's `custom`.
-                        let entry = unsafe { Bound::from_borrowed_ptr(py, self.custom.get(i)?) };
-                        let decode = entry.getattr(pyo3::intern!(py, "decode")).ok()?;
+                        let entry = self.custom.get(i)?;
+                        let decode = custom_field(py, entry, custom_type::Field::Decode).ok()?;
                         (decode.as_ptr() == object).then_some(Source::Decoder(i as u32))
                     })
                 }

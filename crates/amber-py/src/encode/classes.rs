@@ -200,15 +200,11 @@ impl PyEncoder<'_> {
         let Some(table) = self.classes.custom.as_ref() else {
             return Ok(None);
         };
-        // SAFETY: table is a live dict; the key is a live type; GetItemWithError returns a
-        // borrowed reference or NULL.
-        let found = unsafe { ffi::PyDict_GetItemWithError(table.as_ptr(), ty.cast()) };
-        match std::ptr::NonNull::new(found) {
-            // SAFETY: a borrowed reference from a live dict, taken at once.
-            Some(f) => Ok(Some(unsafe { PyObj::from_borrowed(f) })),
-            None if PyErr::occurred(self.py) => Err(EncodeFail::python(self.py)),
-            None => Ok(None),
-        }
+        // SAFETY: a borrowed reference the table holds for the whole encode, taken at once.
+        Ok(table
+            .get(ty)
+            .and_then(std::ptr::NonNull::new)
+            .map(|f| unsafe { PyObj::from_borrowed(f) }))
     }
 
     fn plan_for(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Arc<ClassPlan>, EncodeFail> {

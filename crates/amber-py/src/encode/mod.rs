@@ -32,7 +32,7 @@ use crate::object::{PyObj, Types};
 /// the same list would refuse.
 #[derive(Clone, Default)]
 pub struct ClassTables {
-    pub custom: Option<PyObj>,
+    pub custom: Option<std::sync::Arc<crate::registry::CustomEncoders>>,
     pub allowed: Option<std::sync::Arc<crate::registry::Names>>,
 }
 
