@@ -26,6 +26,11 @@ interface WasmZstd {
   compress(data: Uint8Array, level: number): Uint8Array;
 }
 
+/** The largest body given to the WASM compressor. Its memory holds at most 2 GiB: the body,
+ * room for the frame and zstd's tables (level 22 on 640 MiB fits; 1 GiB at level 3 does
+ * not, and an instance that ran out is broken for good). node:zlib has no such limit. */
+export const MAX_WASM_BODY = 512 << 20;
+
 let nodeZlib: NodeZlib | null | undefined;
 function getNodeZstd(): NodeZlib | null {
   if (nodeZlib === undefined) {
@@ -38,6 +43,8 @@ function getNodeZstd(): NodeZlib | null {
 
 let wasm: WasmZstd | null = null;
 let loading: Promise<WasmZstd> | null = null;
+let unload: (() => Promise<void>) | null = null;
+let unloading: Promise<void> = Promise.resolve();
 let backend: "auto" | "wasm" = "auto";
 
 /** Which compressor a zstd envelope is written with now: "node:zlib", "wasm", or null when
@@ -54,7 +61,7 @@ export function zstdCompressor(): "node:zlib" | "wasm" | null {
  */
 export async function initZstd(): Promise<void> {
   if (zstdCompressor() !== null) return;
-  loading ??= import("@hpcc-js/wasm-zstd").then(({ Zstd }) => Zstd.load()).then(
+  loading ??= unloading.then(() => import("@hpcc-js/wasm-zstd")).then(({ Zstd }) => ((unload = () => Zstd.unload()), Zstd.load())).then(
     (z) => (wasm = z),
     (e) => {
       loading = null;
@@ -105,7 +112,18 @@ export function zstdCompress(body: Uint8Array, level: number = DEFAULT_ZSTD_LEVE
     });
     frame = new Uint8Array(out.buffer, out.byteOffset, out.length);
   } else {
-    frame = wasm!.compress(body, level);
+    if (body.length > MAX_WASM_BODY) {
+      throw new RangeError(`a body of ${body.length} bytes is more than the WASM zstd compressor takes (${MAX_WASM_BODY}); use lz4, or Node 22.15+ (node:zlib)`);
+    }
+    try {
+      frame = wasm!.compress(body, level);
+    } catch (e) {
+      // A WASM instance that failed may be left in any state: the next initZstd() makes a new one.
+      wasm = null;
+      loading = null;
+      unloading = unload!().catch(() => {});
+      throw new Error(`the WASM zstd compressor failed (${(e as Error).message}); it is unloaded, await initZstd() to load it again`);
+    }
   }
   checkFrame(frame, body.length, which);
   return frame;
