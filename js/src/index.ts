@@ -2,6 +2,7 @@
 
 export { decode, decodeAsync, verify, type DecodeOptions } from "./api.js";
 export { encode, encodeAsync, type EncodeOptions } from "./encode.js";
+export { initZstd, zstdCompressor } from "./compress/zstd_write.js";
 export { StreamReader, StreamWriter, readStream, type StreamOptions, type StreamMessage } from "./stream.js";
 export { envelopeInfo, deriveKeyId, deriveKeyIdAsync, type SigningKey, type EnvelopeInfo } from "./envelope.js";
 export { DecodeError, DecodeLimitError, SignatureError, ClassNotAllowedError, EncodeError, ERROR_KINDS, type ErrorKind } from "./errors.js";

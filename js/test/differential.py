@@ -10,6 +10,11 @@ pair apart from the character it encodes (the skip list of js/README.md).
 
 roundtrip: reads {"payloads": [[hex, sort_keys], ...]} on stdin, loads each and writes it
 again canonically; prints the hex results.
+
+envelopes: reads {"sealed": [[hex, secret hex or null], ...], "plain": [[hex, secret hex or
+null], ...]} on stdin. Each sealed payload (made by JS) is opened with the secret and written
+again canonically, with what envelope_info says of it; each plain payload is loaded and
+sealed again with compress="zstd" (signed with the secret), for JS to open.
 """
 
 from __future__ import annotations
@@ -105,8 +110,26 @@ def roundtrip() -> None:
     json.dump(out, sys.stdout)
 
 
+def envelopes() -> None:
+    request = json.load(sys.stdin)
+    opened = []
+    for h, secret in request["sealed"]:
+        data = bytes.fromhex(h)
+        key = None if secret is None else bytes.fromhex(secret)
+        info = amber.envelope_info(data)
+        value = amber.loads(data, key=key)
+        opened.append([amber.dumps(value, canonical=True).hex(), info["compression"], info["size"]])
+    sealed = []
+    for h, secret in request["plain"]:
+        key = None if secret is None else bytes.fromhex(secret)
+        sealed.append(amber.dumps(amber.loads(bytes.fromhex(h)), compress="zstd", key=key).hex())
+    json.dump({"opened": opened, "sealed": sealed}, sys.stdout)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
         gen(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "envelopes":
+        envelopes()
     else:
         roundtrip()

@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 import fc from "fast-check";
-import { decode, encode } from "../src/index.js";
+import { decode, encode, initZstd, zstdCompressor } from "../src/index.js";
 import { hexBytes, toHex } from "./notation.js";
 import { values } from "./arbitraries.js";
 
@@ -50,5 +50,53 @@ test("differential: JS values decode in Python and re-encode to the same canonic
   const back: string[] = JSON.parse(runPython(["roundtrip"], JSON.stringify({ payloads })));
   const failures = payloads.flatMap(([hex], i) => (back[i] === hex ? [] : [`js ${hex}\n    python ${back[i]}`]));
   console.log(`JS -> Python: ${payloads.length} values`);
+  assert.deepEqual(failures.slice(0, 5), []);
+});
+
+test("differential: zstd envelopes written by JS open in Python, and Python's open in JS", async () => {
+  await initZstd();
+  const secret = new TextEncoder().encode("amber envelope test secret one!!");
+  const big = new Uint8Array(1 << 20);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 2654435761) >>> 29;
+  const samples: unknown[] = [
+    null, "", [], "x".repeat(1000), new Uint8Array(300), big,
+    new Map<string, unknown>([["rows", Array.from({ length: 2000 }, (_, i) => [i, `name ${i % 13}`, i / 4])]]),
+    // Random values, some eight times over so that there is something to compress.
+    ...fc.sample(values, { numRuns: 40, seed: SEED }).map((v, i) => (i % 2 ? v : Array.from({ length: 8 }, () => v))),
+  ];
+  const cases: { value: unknown; canonical: string; secret: string | null; level?: number }[] = [];
+  samples.forEach((value, i) => {
+    const canonical = toHex(encode(value, { canonical: true }));
+    cases.push({ value, canonical, secret: null });
+    cases.push({ value, canonical, secret: toHex(secret), level: 1 + (i % 22) });
+  });
+  const sealed = cases.map((c) => {
+    const key = c.secret === null ? undefined : { secret };
+    // Canonical, so that Python's canonical re-encoding can be compared byte for byte.
+    return [toHex(encode(c.value, { canonical: true, compress: "zstd", level: c.level, key })), c.secret];
+  });
+  const plain = cases.map((c) => [c.canonical, c.secret]);
+  const reply = JSON.parse(runPython(["envelopes"], JSON.stringify({ sealed, plain })));
+  const failures: string[] = [];
+  let compressed = 0;
+  cases.forEach((c, i) => {
+    const [back, compression, size] = reply.opened[i];
+    const hex = sealed[i][0] as string;
+    if (back !== c.canonical) failures.push(`JS sealed ${hex.slice(0, 80)}...: Python reads ${back.slice(0, 80)}..., not ${c.canonical.slice(0, 80)}...`);
+    const isCompressed = (parseInt(hex.slice(4, 6), 16) & 0x10) !== 0;
+    if (isCompressed) compressed++;
+    if (compression !== (isCompressed ? "zstd" : null)) failures.push(`${hex.slice(0, 40)}: Python says compression ${compression}`);
+    if (isCompressed && size !== c.canonical.length / 2 - 3) failures.push(`${hex.slice(0, 40)}: Python says size ${size}`);
+    const fromPython = hexBytes(reply.sealed[i]);
+    try {
+      const keys = c.secret === null ? undefined : [{ secret }];
+      const again = toHex(encode(decode(fromPython, { keys, maxAlloc: 1 << 26, placeholders: true }), { canonical: true }));
+      if (again !== c.canonical) failures.push(`Python sealed ${reply.sealed[i].slice(0, 80)}...: JS reads ${again.slice(0, 80)}...`);
+    } catch (e) {
+      failures.push(`Python sealed ${reply.sealed[i].slice(0, 80)}...: ${(e as Error).message}`);
+    }
+  });
+  console.log(`zstd envelopes: ${cases.length} each way, ${compressed} of JS's compressed (${zstdCompressor()})`);
+  assert.ok(compressed >= 12, `only ${compressed} compressed`);
   assert.deepEqual(failures.slice(0, 5), []);
 });

@@ -1,15 +1,18 @@
 // The payload viewer in a real headless Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core): it loads payloads made by the Python implementation, pasted as hex and
 // opened as a file, and must show exactly what the Python CLI prints for them (amber inspect,
-// amber stats, amber to-json). A screenshot is kept in js/test-artifacts/.
+// amber stats, amber to-json). A screenshot is kept in js/test-artifacts/. And the encoder
+// writing zstd envelopes in the browser, through the WASM compressor.
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { dirname, join } from "node:path";
 import { chromium } from "playwright-core";
+import { build } from "esbuild";
+import { decode } from "../src/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const jsRoot = join(here, "..", "..");
@@ -119,6 +122,64 @@ test("viewer: shows what amber inspect, stats and to-json show, in Chromium", as
     assert.equal(/\(at byte \d+, \w+\)$/.exec(lines.at(-1)!)?.[0], /\(at byte \d+, \w+\)$/.exec(wantLines.at(-1)!)?.[0]);
     assert.match(broken.status, /not a valid payload/);
     await page.screenshot({ path: join(artifacts, "viewer-error.png"), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+  }
+});
+
+// The page's script: zstd envelopes written in the browser (WebCrypto, the WASM compressor).
+const ZSTD_PAGE = `
+import { encode, encodeAsync, decode, decodeAsync, initZstd, zstdCompressor } from "./src/index.ts";
+(async () => {
+  const before = zstdCompressor();
+  const value = { text: "abc".repeat(10000), rows: Array.from({ length: 500 }, (_, i) => [i, "row " + (i % 9)]) };
+  const key = { secret: "a browser secret of enough bytes" };
+  const signed = await encodeAsync(value, { compress: "zstd", key, timestamp: 1700000000 });
+  const opened = await decodeAsync(signed, { keys: [key], dicts: "object" });
+  await initZstd();
+  const plain = encode(value, { compress: "zstd", level: 19 });
+  const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  globalThis.RESULT = {
+    before, after: zstdCompressor(), signed: hex(signed), plain: hex(plain),
+    same: JSON.stringify(opened) === JSON.stringify(value) && JSON.stringify(decode(plain, { dicts: "object" })) === JSON.stringify(value),
+  };
+})().catch((e) => (globalThis.RESULT = { error: String(e && e.stack || e) }));
+`;
+
+test("browser: zstd envelopes are written in Chromium (WASM), and the viewer does not carry the compressor", async () => {
+  assert.ok(existsSync(CHROMIUM), `no ${CHROMIUM}: make js-test installs Debian's chromium`);
+  // The viewer only decodes: the compressor (about 240 KB) stays out of its bundle.
+  const viewer = readFileSync(join(jsRoot, "viewer", "viewer.js"), "utf8");
+  assert.ok(!viewer.includes("CStreamOutSize"), "the zstd compressor is in viewer.js");
+  assert.ok(viewer.length < 200_000, `viewer.js has ${viewer.length} bytes`);
+  const dir = join(artifacts, "zstd-page");
+  mkdirSync(dir, { recursive: true });
+  await build({
+    stdin: { contents: ZSTD_PAGE, resolveDir: jsRoot, loader: "js" },
+    outfile: join(dir, "page.js"), bundle: true, format: "iife", platform: "browser", target: "es2022", logLevel: "warning",
+  });
+  writeFileSync(join(dir, "index.html"), '<!doctype html><meta charset="utf-8"><script src="page.js"></script>\n');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox"] });
+  try {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (e) => errors.push(e.message));
+    await page.goto(pathToFileURL(join(dir, "index.html")).href);
+    await page.waitForFunction(() => (globalThis as { RESULT?: unknown }).RESULT !== undefined, null, { timeout: 30_000 });
+    const result = await page.evaluate(() => (globalThis as unknown as { RESULT: Record<string, unknown> }).RESULT);
+    assert.equal(result.error, undefined);
+    assert.deepEqual([result.before, result.after, result.same], [null, "wasm", true]);
+    // What the browser wrote opens here too.
+    const key = { secret: "a browser secret of enough bytes" };
+    const signed = Buffer.from(result.signed as string, "hex");
+    assert.equal(signed[2], 0x31);
+    const value = decode(signed, { keys: [key], dicts: "object" }) as { text: string };
+    assert.equal(value.text, "abc".repeat(10000));
+    const plain = Buffer.from(result.plain as string, "hex");
+    assert.equal(plain[2], 0x11);
+    assert.equal(plain[3], 1, "zstd");
+    assert.deepEqual(decode(plain, { dicts: "object" }), value);
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

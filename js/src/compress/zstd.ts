@@ -12,7 +12,7 @@ class Overflow extends Error {}
 const MAX_SMALL_WINDOW = 8n << 20n;
 
 /** Checks the frame layout; returns its recorded content size (or null) and window size. */
-function walkFrame(data: Uint8Array): { fcs: bigint | null; window: bigint } {
+export function walkFrame(data: Uint8Array): { fcs: bigint | null; window: bigint } {
   for (let i = 0; i < 4; i++) if (data[i] !== MAGIC[i]) throw new BadFrame("it does not start with a zstd frame (28 B5 2F FD)");
   let pos = 4;
   const need = (n: number) => { if (pos + n > data.length) throw new BadFrame("the frame is cut short"); };
