@@ -102,9 +102,22 @@ function decodeByHand(buf: Uint8Array, pos: number, end: number, surrogates: boo
   return out + String.fromCharCode.apply(null, units);
 }
 
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether the engine has String.prototype.isWellFormed (Node 20+, current browsers); the
+ * package supports Node 18, which has not, and there the expression above answers. */
+const hasIsWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function";
+
 /** True when the string holds a lone surrogate (and so needs STR_SURROGATES). */
 export function hasLoneSurrogate(s: string): boolean {
-  return !(s as string & { isWellFormed(): boolean }).isWellFormed();
+  if (hasIsWellFormed) return !(s as string & { isWellFormed(): boolean }).isWellFormed();
+  return LONE_SURROGATE.test(s);
+}
+
+/** The Node 18 answer of hasLoneSurrogate, for the test that holds it to isWellFormed. */
+export function hasLoneSurrogateByPattern(s: string): boolean {
+  return LONE_SURROGATE.test(s);
 }
 
 /** Strict UTF-8 bytes of a well-formed string. */

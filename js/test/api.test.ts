@@ -9,6 +9,8 @@ import {
   StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate,
 } from "../src/index.js";
 import { hexBytes, toHex } from "./notation.js";
+import fc from "fast-check";
+import { hasLoneSurrogateByPattern } from "../src/utf8.js";
 
 const SECRET = new TextEncoder().encode("amber envelope test secret one!!");
 
@@ -329,4 +331,17 @@ test("dicts as objects: a __proto__ key is an own property, never the prototype"
     assert.deepEqual(Object.keys(back[1]), ["x", "__proto__"]);
     assert.equal(toHex(encode(back)), toHex(payload));
   }
+});
+
+test("lone surrogates are found without String.prototype.isWellFormed too (Node 18)", () => {
+  // Code units around and inside the surrogate range, in any order: pairs, lone halves of
+  // either kind, halves at both ends of the string.
+  const unit = fc.oneof(fc.integer({ min: 0xd7fe, max: 0xe001 }), fc.integer({ min: 0x20, max: 0x7e }));
+  fc.assert(
+    fc.property(fc.array(unit, { maxLength: 12 }), (units) => {
+      const s = String.fromCharCode(...units);
+      assert.equal(hasLoneSurrogateByPattern(s), !(s as string & { isWellFormed(): boolean }).isWellFormed());
+    }),
+    { numRuns: 20_000 },
+  );
 });
