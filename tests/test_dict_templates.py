@@ -14,6 +14,7 @@ import os
 import sys
 import sysconfig
 import tracemalloc
+import weakref
 
 import amber
 import pytest
@@ -214,3 +215,145 @@ def test_dicts_drawn_from_a_few_shapes_round_trip(shapes, picks, refs, graph_dif
         assert list(got) == list(want)
     if refs:
         assert graph_diff(rows, out) is None
+
+
+# Templates carried from one decode to the next (crates/amber-py/src/decode/dict_template.rs):
+# a service decodes message after message holding each shape once; their keys come from the
+# key cache, the same objects every time, so the templates learned by one decode serve the
+# next ones.
+
+
+def _message(i: int, nested: object = None) -> dict[str, object]:
+    return {
+        "priority": i,
+        "jobid": str(i),
+        "args": {"user_id": str(i), "account_id": i % 7, "extra": nested},
+        "type": "job",
+    }
+
+
+def test_a_message_decoded_again_and_again_comes_back_whole_and_its_own():
+    # The first decodes learn the shapes, later ones build from templates: every result is
+    # equal to what was sent, keeps its key order, and shares nothing with another result.
+    results = []
+    for i in range(8):
+        sent = _message(i, nested=[i])
+        got = amber.loads(amber.dumps(sent))
+        assert got == sent
+        assert list(got) == list(sent) and list(got["args"]) == list(sent["args"])
+        results.append(got)
+    results[3]["args"]["user_id"] = "changed"
+    results[3]["args"]["extra"].append("x")
+    assert [r["args"]["user_id"] for r in results] == [
+        str(i) if i != 3 else "changed" for i in range(8)
+    ]
+    assert [r["args"]["extra"] for r in results] == [[i] if i != 3 else [3, "x"] for i in range(8)]
+
+
+def test_messages_built_from_templates_are_tracked_by_the_gc_as_plain_ones_are():
+    # A template holds None for every value: a copy is untracked until it is given a
+    # container, as a dict CPython builds key by key.
+    for _ in range(4):
+        atomic = amber.loads(amber.dumps({"a": 1, "b": "two", "c": 3.0}))
+        holding = amber.loads(amber.dumps({"a": 1, "b": [2], "c": 3.0}))
+        assert not gc.is_tracked(atomic)
+        assert gc.is_tracked(holding)
+    # A cycle through a dict built from a template is collected.
+    for _ in range(3):
+        cycle: list[object] = []
+        cycle.append({"a": 1, "b": cycle, "c": 3.0})
+        out = amber.loads(amber.dumps(cycle))
+        assert out[0]["b"] is out
+    before = len(gc.get_objects())
+    for _ in range(50):
+        amber.loads(amber.dumps(cycle))
+    gc.collect()
+    assert len(gc.get_objects()) <= before + 5
+
+
+class Held:
+    """A decoded value that can be watched through a weak reference."""
+
+    def __init__(self, n: int = 0) -> None:
+        self.n = n
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Held) and other.n == self.n
+
+
+def test_no_decoded_value_outlives_its_result():
+    # Templates outlive a decode; had one kept the values of the dict it was learned from,
+    # the instance would stay alive after its result is dropped.
+    refs = []
+    for i in range(5):
+        out = amber.loads(amber.dumps({"key": Held(i), "other": i}, types=[Held]), types=[Held])
+        assert out == {"key": Held(i), "other": i}
+        refs.append(weakref.ref(out["key"]))
+        del out
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * 5
+
+
+def test_shapes_that_share_a_first_key_and_length_across_decodes():
+    # A template found by its first key and length meets other later keys in the next
+    # decode: the dict is rebuilt the plain way, and the shape learned again.
+    shapes = [("a", "b", "c"), ("a", "x", "c"), ("a", "b", "y"), ("a", "b", "c")]
+    for round_ in range(4):
+        for keys in shapes:
+            sent = {key: f"{round_}{key}" for key in keys}
+            got = amber.loads(amber.dumps(sent))
+            assert got == sent and list(got) == list(keys)
+
+
+def test_more_shapes_than_are_carried_each_decode_right():
+    # 40 shapes, each met once per round: more than the templates carried, so some are let
+    # go and learned again; every decode is right whatever it found.
+    shapes = [[f"s{s}k{k}" for k in range(2 + s % 5)] for s in range(40)]
+    for round_ in range(3):
+        for s, keys in enumerate(shapes):
+            sent = {key: s * 100 + round_ for key in keys}
+            got = amber.loads(amber.dumps(sent))
+            assert got == sent and list(got) == keys
+
+
+def test_a_decode_inside_a_decode_keeps_both_right():
+    # A custom decoder that decodes a message of its own while the outer decode holds the
+    # templates: the inner one starts without them, and both results are right.
+    inner_payload = amber.dumps(_message(1))
+
+    class Wrapper:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+    custom = amber.CustomType(
+        Wrapper, lambda w: None, lambda state: Wrapper(amber.loads(inner_payload))
+    )
+    for i in range(4):
+        sent = {"priority": i, "jobid": str(i), "args": Wrapper(None), "type": "job"}
+        got = amber.loads(amber.dumps(sent, custom=[custom]), custom=[custom])
+        assert got["args"].inner == _message(1)
+        assert {k: v for k, v in got.items() if k != "args"} == {
+            k: v for k, v in sent.items() if k != "args"
+        }
+
+
+def test_carried_templates_hold_a_bounded_amount_of_memory():
+    # Keys that are not the key cache's (long ones) make no carried template; what the
+    # carried ones hold stays bounded however many messages of new shapes go through.
+    tracemalloc.start()
+    try:
+        for i in range(200):
+            keys = [f"k{i}_{k}" for k in range(6)]
+            amber.loads(amber.dumps({key: k for k, key in enumerate(keys)}))
+            amber.loads(amber.dumps({key: k for k, key in enumerate(keys)}))
+        gc.collect()
+        settled, _ = tracemalloc.get_traced_memory()
+        for i in range(200, 2200):
+            keys = [f"k{i}_{k}" for k in range(6)]
+            amber.loads(amber.dumps({key: k for k, key in enumerate(keys)}))
+            amber.loads(amber.dumps({key: k for k, key in enumerate(keys)}))
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - settled < 64 * 1024

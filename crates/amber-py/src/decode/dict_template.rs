@@ -14,9 +14,25 @@
 //! Storing into an entry follows CPython's private table layout ([`dict_layout`]); where
 //! module init could not confirm it, no template is made and every dict is built with
 //! `PyDict_SetItem`.
+//!
+//! **Across decodes.** A service decodes message after message of the same few shapes (task
+//! messages, cache values), each holding every shape once, so a decode alone never meets a
+//! shape twice. Their keys are short strs that the key cache hands out as the same objects
+//! payload after payload, so templates carry over: a decode takes those the last one left
+//! ([`Templates::resume`]) and leaves its own when it ends ([`Templates::keep`]). Only a
+//! template whose keys are all the key cache's own strs is carried: another decode can meet
+//! those objects again, while keys made for one payload (repeated through REFs) never match
+//! and would only take places. A template holds its keys and None for every value, never a
+//! value of the payload it was learned from, so nothing a caller decoded is kept alive. A
+//! decode leaves those it learned or used, at most [`MAX_SHAPES`], and the templates it found
+//! do not count against the [`MAX_SHAPES`] it may learn. What a decode builds is the same
+//! either way: a template only changes how a dict's table is made.
+
+use std::cell::UnsafeCell;
 
 use pyo3_ffi as ffi;
 
+use super::key_cache;
 use crate::dict_layout;
 use crate::object::PyObj;
 
@@ -150,13 +166,22 @@ struct Shape {
     len: usize,
     template: Option<PyObj>,
     misses: u8,
+    /// The template's keys are the key cache's: it may serve the next decode.
+    carried: bool,
+    /// A dict of this decode was made from the template.
+    used: std::cell::Cell<bool>,
+    /// This decode learned the shape.
+    fresh: bool,
 }
 
 /// The templates of one decode.
 #[derive(Default)]
 pub struct Templates {
-    /// Shapes with a template (or that had one), searched in order; at most [`MAX_SHAPES`].
+    /// Shapes with a template (or that had one), searched in order: those the last decode
+    /// left, then at most [`MAX_SHAPES`] learned by this one.
     shapes: Vec<Shape>,
+    /// How many of `shapes` this decode learned.
+    learned: usize,
     /// The last shapes completed once, as (first key address, length), round robin.
     candidates: [(usize, usize); CANDIDATES],
     next_candidate: usize,
@@ -167,14 +192,68 @@ const MAX_SHAPES: usize = 16;
 /// Shapes completed once that are remembered, waiting for a second dict of the same shape.
 const CANDIDATES: usize = 4;
 
+/// The templates the last decode left for the next one.
+struct Carried(UnsafeCell<Option<Templates>>);
+
+// SAFETY: only `Templates::resume` and `Templates::keep` touch it, with the GIL held (the
+// module does not declare itself free-threading safe, so CPython keeps the GIL on while it
+// is loaded); the GIL serialises every access.
+unsafe impl Sync for Carried {}
+
+static CARRIED: Carried = Carried(UnsafeCell::new(None));
+
 impl Templates {
+    /// The templates the last decode left (see the module notes), or none. A decode nested
+    /// in another (inside a class's code) finds none: the outer one holds them.
+    ///
+    /// # Safety
+    /// The GIL must be held.
+    pub unsafe fn resume() -> Templates {
+        if !dict_layout::known() {
+            return Templates::default();
+        }
+        // SAFETY: the GIL is held (caller), so nothing else touches the slot.
+        unsafe { (*CARRIED.0.get()).take() }.unwrap_or_default()
+    }
+
+    /// Leaves these templates for the next decode: those whose keys the key cache holds and
+    /// that this decode learned or used (a shape a service no longer sends is let go), at
+    /// most [`MAX_SHAPES`], those it used first.
+    ///
+    /// # Safety
+    /// The GIL must be held.
+    pub unsafe fn keep(mut self) {
+        self.shapes.retain(|shape| {
+            shape.carried && shape.template.is_some() && (shape.used.get() || shape.fresh)
+        });
+        if self.shapes.len() > MAX_SHAPES {
+            // Stable: among the used, and among the rest, the order stays.
+            self.shapes.sort_by_key(|shape| !shape.used.get());
+            self.shapes.truncate(MAX_SHAPES);
+        }
+        for shape in &mut self.shapes {
+            shape.used.set(false);
+            shape.fresh = false;
+        }
+        self.learned = 0;
+        // SAFETY: the GIL is held (caller), so nothing else touches the slot. What was there
+        // (left by a decode nested in this one) is dropped after the slot is written: a
+        // dict's release runs no code that could reach the slot, but nothing here relies on
+        // it.
+        let dropped = unsafe { (*CARRIED.0.get()).replace(self) };
+        drop(dropped);
+    }
+
     /// The template for a dict of `len` pairs whose first key is `first_key`, if there is one.
     #[inline(always)]
     pub fn find(&self, first_key: *mut ffi::PyObject, len: usize) -> Option<&PyObj> {
-        self.shapes
+        let shape = self
+            .shapes
             .iter()
-            .find(|shape| shape.first_key == first_key as usize && shape.len == len)
-            .and_then(|shape| shape.template.as_ref())
+            .find(|shape| shape.first_key == first_key as usize && shape.len == len)?;
+        let template = shape.template.as_ref()?;
+        shape.used.set(true);
+        Some(template)
     }
 
     /// Whether some template has `len` keys: a dict of that length is made empty rather than
@@ -212,13 +291,14 @@ impl Templates {
             if known.template.is_some() || known.misses >= MAX_MISSES {
                 return true;
             }
-        } else if self.shapes.len() >= MAX_SHAPES {
+        } else if self.learned >= MAX_SHAPES {
             return true;
         }
         // SAFETY: dict is a live dict; the GIL is held.
-        let template = match unsafe { template_of(dict, len) } {
+        let (template, carried) = match unsafe { template_of(dict, len) } {
             Err(()) => return false,
-            Ok(template) => template,
+            Ok(Some((template, carried))) => (Some(template), carried),
+            Ok(None) => (None, false),
         };
         let misses = if template.is_some() { 0 } else { MAX_MISSES };
         match known {
@@ -226,13 +306,21 @@ impl Templates {
                 let shape = &mut self.shapes[index];
                 shape.template = template;
                 shape.misses = shape.misses.max(misses);
+                shape.carried = carried;
+                shape.fresh = true;
             }
-            None => self.shapes.push(Shape {
-                first_key,
-                len,
-                template,
-                misses,
-            }),
+            None => {
+                self.learned += 1;
+                self.shapes.push(Shape {
+                    first_key,
+                    len,
+                    template,
+                    misses,
+                    carried,
+                    used: std::cell::Cell::new(false),
+                    fresh: true,
+                });
+            }
         }
         true
     }
@@ -252,26 +340,33 @@ impl Templates {
     }
 }
 
-/// A template with `dict`'s `len` pairs, or `None` when a copy of it would not be a str-keys
-/// table copied whole (see [`dict_layout::copies_whole`]). `Err` with a Python error set on
-/// failure.
+/// A template with `dict`'s `len` keys, each with the value None, and whether it may be
+/// carried to the next decode (its keys are all the key cache's); `None` when a copy of it would not be a str-keys table copied whole (see
+/// [`dict_layout::copies_whole`]). `Err` with a Python error set on failure.
 ///
 /// The template is built by inserting into a new dict rather than copied: a dict made
 /// presized starts with a table for keys of any type, which the template must not inherit.
+/// Its values are None, not the dict's: a template outlives the decode, and holding a value
+/// would keep it alive. (A copy's values are all replaced before the dict is handed out.)
 ///
 /// # Safety
 /// `dict` must be a live dict and the GIL held, and [`applies`] true for `len`.
 #[cold]
-unsafe fn template_of(dict: *mut ffi::PyObject, len: usize) -> Result<Option<PyObj>, ()> {
+unsafe fn template_of(dict: *mut ffi::PyObject, len: usize) -> Result<Option<(PyObj, bool)>, ()> {
     // SAFETY: per the contract; the pairs are lent in order, and SetItem takes its own
     // references.
     unsafe {
         let template = PyObj::from_owned(ffi::PyDict_New()).ok_or(())?;
-        for (key, value) in dict_layout::Items::new(dict) {
-            if ffi::PyDict_SetItem(template.as_ptr(), key, value) < 0 {
+        let mut carried = true;
+        for (key, _) in dict_layout::Items::new(dict) {
+            if ffi::PyDict_SetItem(template.as_ptr(), key, ffi::Py_None()) < 0 {
                 return Err(());
             }
+            carried = carried && key_cache::holds(key);
         }
-        Ok(dict_layout::copies_whole(template.as_ptr(), len).then_some(template))
+        if !dict_layout::copies_whole(template.as_ptr(), len) {
+            return Ok(None);
+        }
+        Ok(Some((template, carried)))
     }
 }

@@ -88,3 +88,26 @@ pub(super) unsafe fn remember(slot: usize, key: *mut ffi::PyObject) {
         }
     }
 }
+
+/// Whether `key` is the str the table holds for its text: a later decode meeting that text
+/// as a key gets this very object (unless another key takes its slot meanwhile).
+///
+/// # Safety
+/// The GIL must be held and `key` must be a live object.
+pub(super) unsafe fn holds(key: *mut ffi::PyObject) -> bool {
+    // SAFETY: the GIL is held (caller); the table's strs are live. The text of an exact str
+    // is read through the public API, which for an ASCII str lends its own data.
+    unsafe {
+        if ffi::PyUnicode_CheckExact(key) == 0 {
+            return false;
+        }
+        let mut len: ffi::Py_ssize_t = 0;
+        let text = ffi::PyUnicode_AsUTF8AndSize(key, &mut len);
+        if text.is_null() {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        let text = std::slice::from_raw_parts(text.cast::<u8>(), len as usize);
+        text.is_ascii() && (*TABLE.0.get())[slot(text) % SLOTS] == key
+    }
+}

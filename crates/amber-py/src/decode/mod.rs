@@ -48,6 +48,13 @@ pub struct PyBuilder<'py, 'o> {
     pending: Vec<Vec<PyObj>>,
 }
 
+impl Drop for PyBuilder<'_, '_> {
+    fn drop(&mut self) {
+        // SAFETY: the GIL is held (the `py` token the builder keeps).
+        unsafe { std::mem::take(&mut self.templates).keep() };
+    }
+}
+
 impl<'py, 'o> PyBuilder<'py, 'o> {
     fn new(
         py: Python<'py>,
@@ -64,7 +71,8 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
             shapes: Vec::new(),
             refused: None,
             oob: oob::Buffers::new(buffers),
-            templates: dict_template::Templates::default(),
+            // SAFETY: the GIL is held (the `py` token).
+            templates: unsafe { dict_template::Templates::resume() },
             frozen_body,
             pending: Vec::new(),
         }
