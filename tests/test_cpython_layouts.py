@@ -118,6 +118,21 @@ def test_str_kinds_as_dict_keys_and_repeated_keys():
     assert amber.loads(amber.dumps(near)) == near
 
 
+@pytest.mark.parametrize("length", range(24))
+def test_cached_keys_are_handed_out_only_for_the_same_bytes(length):
+    # The key cache compares a key's bytes with a cached key's a word at a time, in loads that
+    # overlap; a key one byte away from a cached one, at any place, of any length up to the
+    # 23 bytes of a SHORT_STR, must come back as itself. Each is decoded right after the
+    # cached key, in its own payload (as a service's messages are), and in the same one.
+    base = "".join(chr(ord("a") + i % 26) for i in range(length))
+    variants = [base[:at] + base[at].upper() + base[at + 1 :] for at in range(length)]
+    variants += [base[:-1], base + "z", base[1:] + "a"] if length else ["z"]
+    for key in (v for v in variants if v != base):
+        assert amber.loads(amber.dumps({base: 0})) == {base: 0}
+        assert list(amber.loads(amber.dumps({key: 1}))) == [key]
+        assert list(amber.loads(amber.dumps({base: 0, key: 1}))) == [base, key]
+
+
 def _dicts() -> dict[str, dict]:
     holes = {f"k{i}": i for i in range(50)}
     for i in range(0, 50, 3):

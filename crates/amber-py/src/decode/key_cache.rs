@@ -25,16 +25,50 @@ unsafe impl Sync for Table {}
 
 static TABLE: Table = Table(UnsafeCell::new([std::ptr::null_mut(); SLOTS]));
 
-/// The slot for `key`'s bytes (at most 23: SHORT_STR keys only).
+/// The slot for `key`'s bytes (at most 23 for a key the table holds; a longer text gets a
+/// slot from its first and last 16 bytes).
 #[inline(always)]
 pub(super) fn slot(key: &[u8]) -> usize {
+    let [a, b, c] = fingerprint(key);
     let mut h = key.len() as u64;
-    for chunk in key.chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        h = (h.rotate_left(23) ^ u64::from_le_bytes(word)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for word in [a, b, c] {
+        h = (h.rotate_left(23) ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
     (h >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+/// Three words that hold every byte of a text of at most 24 bytes, read as loads that may
+/// overlap: for texts of one length, equal words mean equal bytes. Copying a key into a
+/// padded buffer, and comparing it with a cached one, were each a `memcpy`/`memcmp` call for
+/// every key.
+#[inline(always)]
+fn fingerprint(text: &[u8]) -> [u64; 3] {
+    let n = text.len();
+    let u64_at = |at: usize| u64::from_le_bytes(text[at..at + 8].try_into().unwrap_or([0; 8]));
+    let u32_at = |at: usize| u32::from_le_bytes(text[at..at + 4].try_into().unwrap_or([0; 4]));
+    if n >= 16 {
+        [u64_at(0), u64_at(8), u64_at(n - 8)]
+    } else if n >= 8 {
+        [u64_at(0), u64_at(n - 8), 0]
+    } else if n >= 4 {
+        [u64::from(u32_at(0)), u64::from(u32_at(n - 4)), 0]
+    } else if n > 0 {
+        // Bytes 0, n/2 and n-1 are every byte of a text of 1 to 3.
+        let spread =
+            u64::from(text[0]) | u64::from(text[n / 2]) << 8 | u64::from(text[n - 1]) << 16;
+        [spread, 0, 0]
+    } else {
+        [0; 3]
+    }
+}
+
+/// Whether two texts are the same bytes (see [`fingerprint`]).
+#[inline(always)]
+fn same_text(a: &[u8], b: &[u8]) -> bool {
+    if a.len() > 24 {
+        return a == b;
+    }
+    a.len() == b.len() && fingerprint(a) == fingerprint(b)
 }
 
 /// A new reference to the cached str in `slot` if its text is `key` (ASCII), else NULL.
@@ -53,7 +87,10 @@ pub(super) unsafe fn lookup(slot: usize, key: &[u8]) -> *mut ffi::PyObject {
     unsafe {
         let len = ffi::PyUnicode_GET_LENGTH(cached) as usize;
         if len != key.len()
-            || std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len) != key
+            || !same_text(
+                std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len),
+                key,
+            )
         {
             return std::ptr::null_mut();
         }
