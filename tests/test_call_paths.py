@@ -441,3 +441,122 @@ def test_short_path_calls_release_what_they_hold():
     # short path, and the remembered `types=` list must not grow either.
     result = run_python_json(_MANY_SHORT_CALLS)
     assert result["growth_kib"] < 2048, result
+
+
+# Keyword calls whose values are all immutable objects (None, bools, ints, floats, strs,
+# bytes) are remembered with their checked options after the second such call in a row
+# (crates/amber-py/src/keyword_cache.rs); these tests change one value between calls and
+# check that each call gets its own options.
+
+
+def _nested(depth: int) -> object:
+    obj: object = 0
+    for _ in range(depth):
+        obj = [obj]
+    return obj
+
+
+def test_a_remembered_call_with_other_values_gets_its_own_limits():
+    shallow, deep = amber.dumps(_nested(3)), amber.dumps(_nested(30))
+    for _ in range(3):
+        for limit in (10, 50):
+            # One call site, the value changing call by call.
+            if limit == 10:
+                with pytest.raises(amber.DecodeLimitError):
+                    amber.loads(deep, max_depth=limit)
+            else:
+                assert amber.loads(deep, max_depth=limit) == _nested(30)
+            assert amber.loads(shallow, max_depth=limit) == _nested(3)
+        for limit in (10, 50):
+            if limit == 10:
+                with pytest.raises(amber.EncodeError):
+                    amber.dumps(_nested(30), max_depth=limit)
+            else:
+                assert amber.dumps(_nested(30), max_depth=limit) == deep
+
+
+def test_an_options_dict_changed_between_calls_takes_effect():
+    payload = amber.dumps(list(range(1000)))
+    options: dict[str, object] = {"max_alloc": 10**9, "unknown_fields": "error"}
+    for _ in range(3):
+        assert amber.loads(payload, **options) == list(range(1000))
+    options["max_alloc"] = 64
+    with pytest.raises(amber.DecodeLimitError):
+        amber.loads(payload, **options)
+    options["max_alloc"] = 10**9
+    assert amber.loads(payload, **options) == list(range(1000))
+    encode_options: dict[str, object] = {"canonical": False, "sort_keys": False}
+    value = {"b": 1, "a": 2}
+    for _ in range(3):
+        assert amber.dumps(value, **encode_options) == amber.dumps(value)
+    encode_options["sort_keys"] = True
+    assert amber.dumps(value, **encode_options) == amber.dumps(value, sort_keys=True)
+    assert amber.dumps(value, **encode_options) != amber.dumps(value)
+
+
+def test_values_that_change_every_call_are_each_checked():
+    # A new int object per call, equal or not: never taken for the last call's.
+    payload = amber.dumps(list(range(1000)))
+    for i in range(6):
+        if i % 2:
+            with pytest.raises(amber.DecodeLimitError):
+                amber.loads(payload, max_alloc=int("64") + i)
+        else:
+            assert amber.loads(payload, max_alloc=10**9 + i) == list(range(1000))
+
+
+def test_bad_options_fail_on_every_call():
+    for _ in range(4):
+        with pytest.raises(ValueError, match="max_depth"):
+            amber.loads(amber.dumps(1), max_depth=0)
+        with pytest.raises(ValueError, match="unknown_fields"):
+            amber.loads(amber.dumps(1), unknown_fields="warn")
+        with pytest.raises(ValueError, match="level"):
+            amber.dumps(1, compress="zstd", level=99)
+
+
+def test_keys_buffers_and_allow_lists_are_not_kept_by_the_keyword_cache():
+    # Signing keys are never remembered beyond the caller's own references, nor one call's
+    # buffers, nor the objects of types= (classes must be able to die).
+    key = b"k" * 32
+    signed = amber.dumps({"a": 1}, key=key)
+    types: list[type] = [_Point]
+    data = amber.dumps(_Point(1, 2), types=types)
+    buffers: list[bytes] = []
+    counts = (sys.getrefcount(key), sys.getrefcount(types), sys.getrefcount(buffers))
+    for _ in range(5):
+        assert amber.loads(signed, key=key) == {"a": 1}
+        assert amber.dumps({"a": 1}, key=key, timestamp=False) == signed
+        assert amber.loads(data, types=types) == _Point(1, 2)
+        assert amber.loads(amber.dumps(1), buffers=buffers) == 1
+    assert (sys.getrefcount(key), sys.getrefcount(types), sys.getrefcount(buffers)) == counts
+
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+    y: int
+
+
+def test_threads_with_their_own_options_each_get_theirs():
+    deep = amber.dumps(_nested(30))
+    failures: list[str] = []
+
+    def run(limit: int) -> None:
+        for _ in range(200):
+            try:
+                got = amber.loads(deep, max_depth=limit)
+                if limit < 31:
+                    failures.append(f"max_depth={limit} decoded 30 levels")
+                elif got != _nested(30):
+                    failures.append(f"max_depth={limit} decoded {got!r}")
+            except amber.DecodeLimitError:
+                if limit >= 31:
+                    failures.append(f"max_depth={limit} refused 30 levels")
+
+    threads = [threading.Thread(target=run, args=(limit,)) for limit in (5, 40, 20, 100)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not failures, failures[:3]

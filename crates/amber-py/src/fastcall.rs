@@ -14,8 +14,10 @@
 //! here as well: CPython hands over interned names, and each is found among the options'
 //! names, interned once, by address. A name not found that way, a second positional
 //! argument, or a flag that is not exactly True or False goes to the full function, which
-//! checks and reports it as before; the call itself is the same function either way
-//! (`crate::dumps`, `crate::loads`), so only the matching is done twice over.
+//! checks and reports it as before; either way the options are checked by the same
+//! `EncodeConfig::new` / `DecodeConfig::new`, so only the matching is done twice over. The
+//! checked options of a call repeated with the very same values are remembered
+//! (`keyword_cache`), and the next such call skips both.
 //!
 //! Both enter through pyo3's own trampoline, the one every `#[pyfunction]` uses. It counts
 //! the thread as attached for the call, so that a `Py` dropped inside is released at once
@@ -28,6 +30,9 @@
 use std::ffi::CStr;
 
 use pyo3::impl_::trampoline::fastcall_cfunction_with_keywords::Func;
+
+use crate::keyword_cache::{KeywordCache, Keywords};
+use crate::options::{DecodeConfig, EncodeConfig};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCFunction};
 use pyo3_ffi as ffi;
@@ -124,6 +129,33 @@ pub const DUMPS_KEYWORDS: [&CStr; 12] = [
     c"clock",
 ];
 
+/// Where `key` is among [`DUMPS_KEYWORDS`]: signing keys are never remembered by the
+/// keyword cache.
+const DUMPS_KEY: usize = keyword_index(&DUMPS_KEYWORDS, c"key");
+/// Where `key` and `buffers` (one call's own) are among [`LOADS_KEYWORDS`].
+const LOADS_KEY: usize = keyword_index(&LOADS_KEYWORDS, c"key");
+const LOADS_BUFFERS: usize = keyword_index(&LOADS_KEYWORDS, c"buffers");
+
+/// The index of `name` in `names`, found when compiling.
+const fn keyword_index<const N: usize>(names: &[&CStr; N], name: &CStr) -> usize {
+    let wanted = name.to_bytes();
+    let mut i = 0;
+    while i < N {
+        let have = names[i].to_bytes();
+        if have.len() == wanted.len() {
+            let mut j = 0;
+            while j < have.len() && have[j] == wanted[j] {
+                j += 1;
+            }
+            if j == have.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a keyword of the table")
+}
+
 /// The keyword options of `loads`, in the order of its signature.
 pub const LOADS_KEYWORDS: [&CStr; 11] = [
     c"max_depth",
@@ -205,13 +237,19 @@ unsafe fn dumps_with_keywords(
     values: *const *mut ffi::PyObject,
 ) -> Option<PyResult<Py<PyBytes>>> {
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 12]> = pyo3::sync::PyOnceLock::new();
+    static CACHE: KeywordCache<EncodeConfig> = KeywordCache::new();
     let names = interned(py, &NAMES, &DUMPS_KEYWORDS);
+    // SAFETY: the caller's promise; the keywords are borrowed for this call only.
+    let keywords = unsafe { Keywords::of(kwnames, values) }
+        .filter(|k| k.cacheable(&[names[DUMPS_KEY].as_ptr()]));
+    if let Some(config) = keywords.and_then(|k| CACHE.find(k)) {
+        return Some(config.dumps(py, obj));
+    }
     // SAFETY: the caller's promise.
     let [refs, max_depth, types, custom, buffer_callback, key, timestamp, compress, level, canonical, sort_keys, clock] =
         unsafe { keyword_slots(py, names, kwnames, values) }?;
-    Some(crate::dumps(
+    let config = EncodeConfig::new(
         py,
-        obj,
         flag(refs, true)?,
         max_depth.as_deref(),
         types.as_deref(),
@@ -224,7 +262,18 @@ unsafe fn dumps_with_keywords(
         flag(canonical, false)?,
         flag(sort_keys, false)?,
         clock.as_deref(),
-    ))
+    );
+    let config = match config {
+        Ok(config) => config,
+        Err(err) => return Some(Err(err)),
+    };
+    let Some(keywords) = keywords else {
+        return Some(config.dumps(py, obj));
+    };
+    Some(match CACHE.missed(py, keywords, config) {
+        Ok(shared) => shared.dumps(py, obj),
+        Err(config) => config.dumps(py, obj),
+    })
 }
 
 /// `loads(data, **options)`, matched here; None to leave the call to the full function.
@@ -238,7 +287,14 @@ unsafe fn loads_with_keywords(
     values: *const *mut ffi::PyObject,
 ) -> Option<PyResult<Py<PyAny>>> {
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 11]> = pyo3::sync::PyOnceLock::new();
+    static CACHE: KeywordCache<DecodeConfig> = KeywordCache::new();
     let names = interned(py, &NAMES, &LOADS_KEYWORDS);
+    // SAFETY: the caller's promise; the keywords are borrowed for this call only.
+    let keywords = unsafe { Keywords::of(kwnames, values) }
+        .filter(|k| k.cacheable(&[names[LOADS_KEY].as_ptr(), names[LOADS_BUFFERS].as_ptr()]));
+    if let Some(config) = keywords.and_then(|k| CACHE.find(k)) {
+        return Some(config.loads(py, data, None));
+    }
     // SAFETY: the caller's promise.
     let [max_depth, max_alloc, types, custom, unknown_fields, placeholders, buffers, key, max_age, max_decompressed, clock] =
         unsafe { keyword_slots(py, names, kwnames, values) }?;
@@ -258,21 +314,31 @@ unsafe fn loads_with_keywords(
         },
         Some(_) => return None,
     };
-    Some(crate::loads(
+    let config = DecodeConfig::new(
         py,
-        data,
         max_depth.as_deref(),
         max_alloc.as_deref(),
         types.as_deref(),
         custom.as_deref(),
         unknown_fields,
         flag(placeholders, false)?,
-        buffers.as_deref(),
         key.as_deref(),
         max_age.as_deref(),
         max_decompressed.as_deref(),
         clock.as_deref(),
-    ))
+    );
+    let config = match config {
+        Ok(config) => config,
+        Err(err) => return Some(Err(err)),
+    };
+    let buffers = buffers.as_deref();
+    let Some(keywords) = keywords else {
+        return Some(config.loads(py, data, buffers));
+    };
+    Some(match CACHE.missed(py, keywords, config) {
+        Ok(shared) => shared.loads(py, data, buffers),
+        Err(config) => config.loads(py, data, buffers),
+    })
 }
 
 /// The call as CPython made it: `short` takes one positional argument without keywords,

@@ -14,6 +14,7 @@ mod encode;
 mod envelope;
 mod errors;
 mod fastcall;
+mod keyword_cache;
 mod object;
 mod options;
 mod pylong;
