@@ -26,49 +26,64 @@ unsafe impl Sync for Table {}
 static TABLE: Table = Table(UnsafeCell::new([std::ptr::null_mut(); SLOTS]));
 
 /// The slot for `key`'s bytes (at most 23 for a key the table holds; a longer text gets a
-/// slot from its first and last 16 bytes).
+/// slot from its first and last 16 bytes, for [`holds`]). Each of [`words`]' words in use is
+/// mixed in by a Fibonacci multiply, one round per 8 bytes begun, as when each 8-byte chunk
+/// was mixed in zero-padded: keys that differ in a few low bytes, as `"1"` to `"100"` do,
+/// land far apart.
 #[inline(always)]
 pub(super) fn slot(key: &[u8]) -> usize {
-    let [a, b, c] = fingerprint(key);
-    let mut h = key.len() as u64;
-    for word in [a, b, c] {
-        h = (h.rotate_left(23) ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let [a, b, c] = words(key);
+    let n = key.len();
+    let mut h = ((n as u64).rotate_left(23) ^ a).wrapping_mul(K);
+    if n > 8 {
+        h = (h.rotate_left(23) ^ b).wrapping_mul(K);
+        if n > 16 {
+            h = (h.rotate_left(23) ^ c).wrapping_mul(K);
+        }
     }
     (h >> (64 - SLOTS.trailing_zeros())) as usize
 }
 
-/// Three words that hold every byte of a text of at most 24 bytes, read as loads that may
-/// overlap: for texts of one length, equal words mean equal bytes. Copying a key into a
-/// padded buffer, and comparing it with a cached one, were each a `memcpy`/`memcmp` call for
-/// every key.
+/// Three words that hold every byte of a text of at most 24 bytes (the first 8, the next 8,
+/// the rest, each as a little-endian word), read as loads that may overlap: for texts of one
+/// length, equal words mean equal bytes. Copying a key into a padded buffer, and comparing it
+/// with a cached one, were each a `memcpy`/`memcmp` call for every key.
 #[inline(always)]
-fn fingerprint(text: &[u8]) -> [u64; 3] {
+fn words(text: &[u8]) -> [u64; 3] {
     let n = text.len();
     let u64_at = |at: usize| u64::from_le_bytes(text[at..at + 8].try_into().unwrap_or([0; 8]));
-    let u32_at = |at: usize| u32::from_le_bytes(text[at..at + 4].try_into().unwrap_or([0; 4]));
-    if n >= 16 {
+    if n > 16 {
         [u64_at(0), u64_at(8), u64_at(n - 8)]
-    } else if n >= 8 {
+    } else if n > 8 {
         [u64_at(0), u64_at(n - 8), 0]
-    } else if n >= 4 {
-        [u64::from(u32_at(0)), u64::from(u32_at(n - 4)), 0]
-    } else if n > 0 {
-        // Bytes 0, n/2 and n-1 are every byte of a text of 1 to 3.
-        let spread =
-            u64::from(text[0]) | u64::from(text[n / 2]) << 8 | u64::from(text[n - 1]) << 16;
-        [spread, 0, 0]
+    } else if n == 8 {
+        [u64_at(0), 0, 0]
     } else {
-        [0; 3]
+        [short_word(text), 0, 0]
     }
 }
 
-/// Whether two texts are the same bytes (see [`fingerprint`]).
+/// Up to 7 bytes as a little-endian word, zero-padded: two loads that may overlap each put
+/// every byte they hold at the bits of its place, so or-ing them is exact.
 #[inline(always)]
-fn same_text(a: &[u8], b: &[u8]) -> bool {
-    if a.len() > 24 {
-        return a == b;
+fn short_word(text: &[u8]) -> u64 {
+    let n = text.len();
+    if n >= 4 {
+        let at = |i: usize| {
+            u64::from(u32::from_le_bytes(
+                text[i..i + 4].try_into().unwrap_or([0; 4]),
+            ))
+        };
+        at(0) | at(n - 4) << (8 * (n - 4))
+    } else if n >= 2 {
+        let at = |i: usize| u64::from(u16::from_le_bytes([text[i], text[i + 1]]));
+        at(0) | at(n - 2) << (8 * (n - 2))
+    } else if n == 1 {
+        u64::from(text[0])
+    } else {
+        0
     }
-    a.len() == b.len() && fingerprint(a) == fingerprint(b)
 }
 
 /// A new reference to the cached str in `slot` if its text is `key` (ASCII), else NULL.
@@ -86,12 +101,11 @@ pub(super) unsafe fn lookup(slot: usize, key: &[u8]) -> *mut ffi::PyObject {
     // bytes, one byte per character.
     unsafe {
         let len = ffi::PyUnicode_GET_LENGTH(cached) as usize;
-        if len != key.len()
-            || !same_text(
-                std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len),
-                key,
-            )
-        {
+        if len != key.len() || len > 24 {
+            return std::ptr::null_mut();
+        }
+        let text = std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len);
+        if words(text) != words(key) {
             return std::ptr::null_mut();
         }
         ffi::Py_INCREF(cached);
