@@ -5,7 +5,7 @@
 import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
 import { VarintReader } from "./varint.js";
 import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
-import { asciiString } from "./ascii.js";
+import { asciiString, AsciiWindow, WINDOW_MIN_STR } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
 import { ExtCode, EXT_NAMES, MAX_EXT_CODE } from "./ext/base.js";
@@ -374,6 +374,8 @@ export class BodyDecoder {
   private refTable = NO_REFS;
   private refMask = 0;
   private refValues: unknown[] = [];
+  /** Long ASCII strs are cut from windows of the input (see AsciiWindow). */
+  private window = new AsciiWindow();
   private incomplete: Set<number> | null = null;
   /** The open containers; a reused decoder keeps its frames (and their scratch arrays). */
   private stack: Frame[] = [];
@@ -437,6 +439,7 @@ export class BodyDecoder {
   /** After a decode: the frames and fields let go of its input and values. */
   release(): void {
     releaseFrames(this.stack);
+    this.window.reset();
     this.init(NO_INPUT, 0, 0, 0, NO_OPTIONS, 0, 0, 0);
   }
 
@@ -1347,9 +1350,15 @@ export class BodyDecoder {
     const end = start + n;
     this.pos = end;
     const buf = this.buf;
-    if (n <= 64 && !surrogates) {
-      const ascii = asciiString(buf, start, n);
-      if (ascii !== null) return ascii;
+    if (!surrogates) {
+      if (n < WINDOW_MIN_STR || !this.window.enabled) {
+        if (n <= 64) {
+          const ascii = asciiString(buf, start, n);
+          if (ascii !== null) return ascii;
+        }
+      } else if (this.window.isAscii(buf, start, n)) {
+        return this.window.slice(buf, start, end, this.end);
+      }
     }
     const s = surrogates ? decodeUtf8Surrogates(buf, start, end) : decodeUtf8(buf, start, end);
     if (s === null) throw this.err("invalid_utf8", start);
@@ -1370,8 +1379,13 @@ export class BodyDecoder {
       while (i < n && b[i] === buf[start + i]) i++;
       if (i === n) return entry.text;
     }
-    const text = this.str(n, start - 1, start, false);
-    this.spent -= cost.str(n); // str() charged again what the caller charged
+    // A flat string, not one cut from the window: a key lives on in the cache (and would
+    // keep its window), and V8 would copy a sliced one each time it became a property name.
+    let text = n <= 64 ? asciiString(buf, start, n) : null;
+    if (text === null) {
+      text = this.str(n, start - 1, start, false);
+      this.spent -= cost.str(n); // str() charged again what the caller charged
+    }
     keyCache[slot] = { bytes: buf.slice(start, start + n), text };
     return text;
   }
