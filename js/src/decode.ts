@@ -91,16 +91,8 @@ class Frame {
   /** RecordValues and DictRecord: arrays kept with the frame, reused from record to record. */
   scratch: unknown[] | null = null;
   keyScratch: string[] | null = null;
-  /** DictRecord, fast path: where the encoding of keyScratch[i] was read and its length (0:
-   * not reusable). A record's key whose bytes are those of the key at the same place in the
-   * record before is the same str (a REF to the same offset, or the same short str), so it
-   * is taken without decoding. */
-  keyPos: Int32Array | null = null;
-  keyLen: Int32Array | null = null;
-  /** DictRecord: the key sequence of the last record made at this level and its maker, so
-   * that a run of records of the same keys skips the trie (the keys compare as pointers). */
-  lastKeys: string[] = [];
-  lastMake: ((v: unknown[]) => object) | null = null;
+  /** DictRecord: the trie node of the keys so far, when the fast path read them. */
+  node: KeyNode | null = null;
   /** Dicts and sets: number and bigint keys seen, and their V8 hash buckets (hash flooding). */
   hashedKeys = 0;
   hashCounts: Uint8Array | null = null;
@@ -149,7 +141,7 @@ function recordFactory(shape: Shape): RecordMaker | null {
   return make;
 }
 
-const MAX_RECORD_KEYS = 16;
+const MAX_RECORD_KEYS = 64;
 
 /** The frames of a finished decode, kept by the reused decoder for the next one, holding no
  * value of its own: what they keep is key strs and makers of key sequences (compared by
@@ -165,9 +157,8 @@ function releaseFrames(stack: Frame[]): void {
     f.event = null;
     f.keys = null;
     f.hashCounts = null;
+    f.node = null;
     f.scratch?.fill(undefined);
-    // Positions in this decode's input: meaningless in the next one.
-    f.keyLen?.fill(0);
   }
 }
 
@@ -175,39 +166,101 @@ function releaseFrames(stack: Frame[]): void {
  * for real data, shallow enough for any caller's call stack. */
 const FAST_DEPTH = 128;
 
-/** Key sequences met so far, as a trie, each with the function that makes an object of
- * those keys by one literal (generated at its second use). Bounded: past MAX_TRIE_NODES
- * new sequences are made key by key. Only the keys' strings are kept, never values. */
-interface KeyNode { next: Map<string, KeyNode> | null; uses: number; make: ((v: unknown[]) => object) | null | undefined }
-const keyTrie: KeyNode = { next: null, uses: 0, make: undefined };
-let trieNodes = 0;
-const MAX_TRIE_NODES = 20000;
+/**
+ * Key sequences met so far, as a trie: a dict's str keys are a walk from the root, one node
+ * per key. A node knows whether its keys are distinct (a duplicate is an error found once,
+ * when the node is made, and not by comparing every key of every dict), whether a plain
+ * object keeps them in order (no "__proto__", no array index), and, made at its second use,
+ * the function that makes an object of those keys by one literal (one hidden class per
+ * sequence). Each node also remembers the children taken last and where their keys were
+ * written in this decode's input: a key written in the same bytes (the same short str, or a
+ * REF to the same offset) is that child's key, taken without decoding it, and record
+ * payloads repeat their key sequences.
+ *
+ * Shared by all decodes and bounded: only keys' strings are kept, never values, and when
+ * MAX_TRIE_NODES nodes have been made the trie starts again from an empty root.
+ */
+class KeyNode {
+  next: Map<string, KeyNode> | null = null;
+  /** The two children taken last, each with where its key was written (tag included) in
+   * the input of the decode numbered hintDecode: its bytes there, and those of a key read
+   * now, are compared. */
+  hint: KeyNode | null = null;
+  hintPos = 0;
+  hintLen = 0;
+  hintDecode = 0;
+  hint2: KeyNode | null = null;
+  hint2Pos = 0;
+  hint2Len = 0;
+  hint2Decode = 0;
+  uses = 0;
+  make: ((v: unknown[]) => object) | null | undefined = undefined;
+  constructor(
+    /** The last key of the sequence ("" at the root). */
+    readonly key: string,
+    /** The sequence's length. */
+    readonly depth: number,
+    /** Its keys are distinct. */
+    readonly distinct: boolean,
+    /** Distinct, none "__proto__" and none an array index: a plain object keeps them in order. */
+    readonly plain: boolean,
+    readonly parent: KeyNode | null,
+  ) {}
 
-/** The trie node of a key sequence, its maker made at its second use; undefined when the
- * trie is full. */
-function dictRecordNode(keys: string[], n: number): KeyNode | undefined {
-  let node: KeyNode | undefined = keyTrie;
-  for (let i = 0; i < n && node !== undefined; i++) {
-    let next: KeyNode | undefined = node.next?.get(keys[i]);
-    if (next === undefined && trieNodes < MAX_TRIE_NODES) {
-      next = { next: null, uses: 0, make: undefined };
-      (node.next ??= new Map()).set(keys[i], next);
+  /** The node of this sequence and then `key`, made when new. */
+  child(key: string): KeyNode {
+    let next = this.next?.get(key);
+    if (next === undefined) {
+      if (trieNodes >= MAX_TRIE_NODES) {
+        // Start again: the nodes in use stay valid (and unreachable once this decode ends).
+        keyTrie = new KeyNode("", 0, true, true, null);
+        trieNodes = 0;
+      }
+      let distinct = this.distinct;
+      for (let n: KeyNode | null = this; distinct && n !== null && n.parent !== null; n = n.parent) if (n.key === key) distinct = false;
+      next = new KeyNode(key, this.depth + 1, distinct, distinct && this.plain && key !== "__proto__" && !isIndexKey(key), this);
+      (this.next ??= new Map()).set(key, next);
       trieNodes++;
     }
-    node = next;
+    return next;
   }
-  if (node !== undefined && ++node.uses >= 2) {
-    if (node.make === undefined) {
-      node.make = null;
-      try {
-        const props = keys.slice(0, n).map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(", ");
-        node.make = new Function(`return function (v) { return { ${props} }; };`)();
-      } catch {
-        // code generation refused (a content security policy): key by key below
-      }
-    }
+
+  /** The keys of the sequence, in order. */
+  keys(): string[] {
+    const keys = new Array<string>(this.depth);
+    for (let n: KeyNode = this; n.parent !== null; n = n.parent) keys[n.depth - 1] = n.key;
+    return keys;
   }
+}
+let keyTrie = new KeyNode("", 0, true, true, null);
+let trieNodes = 0;
+const MAX_TRIE_NODES = 20000;
+/** Every decode's number, for the REF hints of the trie (see KeyNode). */
+let decodeCount = 0;
+
+/** The trie node of a key sequence (the stack machine's dicts: the fast path walks the trie
+ * as it reads them). */
+function dictRecordNode(keys: string[], n: number): KeyNode {
+  let node = keyTrie;
+  for (let i = 0; i < n; i++) node = node.child(keys[i]);
   return node;
+}
+
+/** The function making an object of the node's keys (plain, so they stay in order) from
+ * their values, generated at the second use; null when code generation is refused (a
+ * content security policy) or the decode's budget of generated functions is spent. */
+function recordMaker(node: KeyNode, d: { makerBudget: number }): ((v: unknown[]) => object) | null {
+  if (node.make !== undefined) return node.make;
+  if (++node.uses < 2 || d.makerBudget <= 0) return null;
+  d.makerBudget--;
+  node.make = null;
+  try {
+    const props = node.keys().map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(", ");
+    node.make = new Function(`return function (v) { return { ${props} }; };`)();
+  } catch {
+    // code generation refused: key by key
+  }
+  return node.make!;
 }
 
 const HASH_LIMIT = 64;
@@ -374,6 +427,15 @@ export class BodyDecoder {
   private refTable = NO_REFS;
   private refMask = 0;
   private refValues: unknown[] = [];
+  /** This decode's number (see KeyNode's hints). */
+  private decodeId = 0;
+  /** A dict key that is not a str, read by trieKey. */
+  private otherKey: unknown = undefined;
+  /** fastRecord's value arrays, one per depth, and the deepest used in this decode. */
+  private recordValues: unknown[][] = [];
+  private recordDepth = 0;
+  /** How many more record makers this decode may generate (see recordMaker). */
+  makerBudget = 0;
   /** Long ASCII strs are cut from windows of the input (see AsciiWindow). */
   private window = new AsciiWindow();
   private incomplete: Set<number> | null = null;
@@ -421,6 +483,9 @@ export class BodyDecoder {
     this.refTable = NO_REFS;
     this.refMask = 0;
     this.refValues = [];
+    this.decodeId = ++decodeCount;
+    this.otherKey = undefined;
+    this.makerBudget = 16 + ((end - start) >> 10);
     this.incomplete = null;
     this.sp = 0;
     this.shapes = [];
@@ -440,6 +505,9 @@ export class BodyDecoder {
   release(): void {
     releaseFrames(this.stack);
     this.window.reset();
+    const pool = this.recordValues;
+    for (let d = Math.min(this.recordDepth, pool.length - 1); d >= 0; d--) pool[d]?.fill(undefined);
+    this.recordDepth = 0;
     this.init(NO_INPUT, 0, 0, 0, NO_OPTIONS, 0, 0, 0);
   }
 
@@ -633,7 +701,19 @@ export class BodyDecoder {
       }
       case 0x60: case 0x61: case 0x62: case 0x63: case 0x64: case 0x65: case 0x66: case 0x67:
         this.pos = at + 1;
+        if (this.objectDicts && tag > 0x60) return this.fastRecord(tag - 0x60, at, false);
         v = this.openDict(tag - 0x60, at, -1);
+        break;
+      case 0x73:
+        if (this.objectDicts) {
+          this.pos = at + 1;
+          this.enter(at);
+          const n = this.containerCount(at, 2);
+          if (n > 0 && n <= MAX_RECORD_KEYS) return this.fastRecord(n, at, true);
+          v = this.openDict(n, at, -1, true);
+          break;
+        }
+        v = this.untracedValue();
         break;
       case 0x58: case 0x59: case 0x5a: case 0x5b:
         this.pos = at + 1;
@@ -751,52 +831,152 @@ export class BodyDecoder {
     return this.fast();
   }
 
+  /** A dict key read through the trie (see KeyNode): the child of `node` for it, or null
+   * when the key is not a str (it is left in otherKey). The caller checks the child's
+   * `distinct` (a duplicate key) at the key's offset. */
+  private trieKey(node: KeyNode): KeyNode | null {
+    const buf = this.buf, keyAt = this.pos, id = this.decodeId, left = this.end - keyAt;
+    let len = node.hintLen;
+    if (node.hintDecode === id && len <= left) {
+      const prev = node.hintPos;
+      let j = 0;
+      while (j < len && buf[prev + j] === buf[keyAt + j]) j++;
+      if (j === len) {
+        // The same bytes: the same str (valid, and charged as a str if it is not a REF).
+        if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
+        this.pos = keyAt + len;
+        return node.hint;
+      }
+    }
+    len = node.hint2Len;
+    if (node.hint2Decode === id && len <= left) {
+      const prev = node.hint2Pos;
+      let j = 0;
+      while (j < len && buf[prev + j] === buf[keyAt + j]) j++;
+      if (j === len) {
+        if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
+        this.pos = keyAt + len;
+        // Swapped in front: records of two shapes that alternate keep both hints.
+        const child = node.hint2!;
+        node.hint2 = node.hint;
+        node.hint2Pos = node.hintPos;
+        node.hint2Len = node.hintLen;
+        node.hint2Decode = node.hintDecode;
+        node.hint = child;
+        node.hintPos = keyAt;
+        node.hintLen = len;
+        node.hintDecode = id;
+        return child;
+      }
+    }
+    const key = this.fastKey();
+    if (typeof key !== "string") {
+      this.otherKey = key;
+      return null;
+    }
+    const child = node.child(key);
+    // A hint when the key was read whole from its own bytes: a REF, or an untracked SHORT_STR
+    // (a tracked one is a new value to record each time it is met).
+    const tag = buf[keyAt];
+    if (tag === 0x93 || (tag >= 0x40 && tag < 0x58)) {
+      node.hint2 = node.hint;
+      node.hint2Pos = node.hintPos;
+      node.hint2Len = node.hintLen;
+      node.hint2Decode = node.hintDecode;
+      node.hint = child;
+      node.hintPos = keyAt;
+      node.hintLen = this.pos - keyAt;
+      node.hintDecode = id;
+    }
+    return child;
+  }
+
+  /**
+   * An untracked object-mode dict of n pairs (0 < n <= MAX_RECORD_KEYS), its head read: the
+   * checks and charges of openDict, then its keys through the trie and its values into an
+   * array kept for its depth, and the object made at the end by the literal of its key
+   * sequence. No frame, unless a key a literal cannot take makes the machine finish it.
+   */
+  private fastRecord(n: number, at: number, entered: boolean): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n * 2 > this.end - this.pos) throw this.err("length_too_large", at, `dict declares ${n} pairs but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.dict(n), at);
+    const depth = this.depth;
+    let values = this.recordValues[depth];
+    if (values === undefined || values.length < n) values = this.recordValues[depth] = newArray(Math.max(n, 8));
+    if (depth > this.recordDepth) this.recordDepth = depth;
+    let node = keyTrie;
+    for (let i = 0; i < n; i++) {
+      const keyAt = this.pos;
+      const next = this.trieKey(node);
+      if (next === null || !next.plain) {
+        if (next !== null && !next.distinct) throw this.err("duplicate_key", keyAt);
+        return this.recordToMachine(n, i, at, keyAt, node, next, values);
+      }
+      node = next;
+      values[i] = this.fast();
+    }
+    this.depth--;
+    const make = node.make ?? recordMaker(node, this);
+    if (make !== null) return make(values);
+    const obj: Record<string, unknown> = {};
+    const keys = node.keys();
+    for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
+    return obj;
+  }
+
+  /** fastRecord met, as key i, a key a literal cannot take (`next`, or otherKey when it is not
+   * a str): the dict goes on as a frame of the machine, which makes it key by key. */
+  private recordToMachine(n: number, i: number, at: number, keyAt: number, node: KeyNode, next: KeyNode | null, values: unknown[]): unknown {
+    const f = this.pushFrame(F.DictRecord, at);
+    if (f.scratch === null || f.scratch.length < n) f.scratch = newArray(Math.max(n, 8));
+    if (f.keyScratch === null || f.keyScratch.length < n) f.keyScratch = new Array<string>(Math.max(n, 8)).fill("");
+    const keys = node.keys();
+    for (let k = 0; k < i; k++) {
+      f.scratch[k] = values[k];
+      f.keyScratch[k] = keys[k];
+    }
+    f.values = f.scratch;
+    f.node = null;
+    f.rowIndex = i;
+    f.remaining = n - i;
+    f.count = n;
+    f.expectKey = true;
+    f.childAt = keyAt;
+    if (next !== null) this.acceptStrKey(f, next.key);
+    else this.deliver(f, this.otherKey);
+    this.otherKey = undefined;
+    return this.resume(f);
+  }
+
   /** An object-mode dict of a few keys, made at the end by one literal (see openDict). */
   private fastDictRecord(f: Frame): unknown {
     const n = f.count;
-    const keys = f.keyScratch!, values = f.values!, keyPos = f.keyPos!, keyLen = f.keyLen!;
-    const buf = this.buf;
-    // Whether keys 0..i-1 were those of the record before (and so distinct).
-    let same = true;
+    const keys = f.keyScratch!, values = f.values!;
+    let node = keyTrie;
     for (let i = 0; i < n; i++) {
       const keyAt = this.pos;
       f.childAt = keyAt;
-      const len = keyLen[i];
-      if (len !== 0 && len <= this.end - keyAt) {
-        const prev = keyPos[i];
-        let j = 0;
-        while (j < len && buf[prev + j] === buf[keyAt + j]) j++;
-        if (j === len) {
-          // Its bytes are those of the key before: the same str, valid and not an index.
-          const key = keys[i];
-          if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
-          if (!same) for (let k = 0; k < i; k++) if (keys[k] === key) throw this.err("duplicate_key", keyAt);
-          keyPos[i] = keyAt;
-          this.pos = keyAt + len;
-          values[i] = this.fast();
-          continue;
-        }
-      }
-      same = false;
-      const key = this.fastKey();
-      if (typeof key !== "string" || key === "__proto__" || isIndexKey(key)) {
+      const next = this.trieKey(node);
+      if (next === null || !next.plain) {
+        if (next !== null && !next.distinct) throw this.err("duplicate_key", keyAt);
         // It becomes an object made key by key, or a Map: the machine's code does that.
         f.rowIndex = i;
         f.remaining = n - i;
         f.expectKey = true;
-        if (typeof key === "string") this.acceptStrKey(f, key);
-        else this.deliver(f, key);
+        if (next !== null) this.acceptStrKey(f, next.key);
+        else this.deliver(f, this.otherKey);
+        this.otherKey = undefined;
         return this.resume(f);
       }
-      for (let j = 0; j < i; j++) if (keys[j] === key) throw this.err("duplicate_key", keyAt);
-      keys[i] = key;
-      // Reusable when read whole from its own bytes: a REF, or an untracked SHORT_STR.
-      const tag = buf[keyAt];
-      keyPos[i] = keyAt;
-      keyLen[i] = tag === 0x93 || (tag >= 0x40 && tag < 0x58) ? this.pos - keyAt : 0;
+      node = next;
+      keys[i] = next.key;
       values[i] = this.fast();
     }
     f.rowIndex = n;
+    f.node = node;
     return this.finishFrame(f);
   }
 
@@ -821,13 +1001,29 @@ export class BodyDecoder {
     return this.finishFrame(f);
   }
 
-  /** A dict as a Map. */
+  /** A dict as a Map: its str keys read through the trie while they are strs. */
   private fastMap(f: Frame): unknown {
     const map = f.container as Map<unknown, unknown>;
     const n = f.count;
+    let node: KeyNode | null = n <= MAX_RECORD_KEYS ? keyTrie : null;
     for (let i = 0; i < n; i++) {
-      f.childAt = this.pos;
-      const key = this.fastKey();
+      const keyAt = this.pos;
+      f.childAt = keyAt;
+      let key: unknown;
+      if (node !== null) {
+        const next = this.trieKey(node);
+        if (next !== null) {
+          if (!next.distinct) throw this.err("duplicate_key", keyAt);
+          node = next;
+          map.set(next.key, this.fast());
+          continue;
+        }
+        key = this.otherKey;
+        this.otherKey = undefined;
+        node = null;
+      } else {
+        key = this.fastKey();
+      }
       if (typeof key === "string") {
         if (map.has(key)) throw this.err("duplicate_key", f.childAt);
       } else {
@@ -957,18 +1153,12 @@ export class BodyDecoder {
         // The scratch arrays keep their values until overwritten: they live with this
         // decoder, which lives for one decode, and clearing them cost a tenth of the time.
         this.depth--;
-        const n = f.rowIndex, keys = f.keyScratch!, last = f.lastKeys;
-        if (f.lastMake !== null && last.length === n) {
-          let i = 0;
-          while (i < n && last[i] === keys[i]) i++;
-          if (i === n) return f.lastMake(f.values!);
-        }
-        const node = dictRecordNode(keys, n);
-        if (node !== undefined && node.make) {
-          f.lastKeys = keys.slice(0, n);
-          f.lastMake = node.make;
-          return node.make(f.values!);
-        }
+        const n = f.rowIndex, keys = f.keyScratch!;
+        // The fast path walked the trie; the machine's keys (all checked) walk it now.
+        const node = f.node ?? dictRecordNode(keys, n);
+        f.node = null;
+        const make = recordMaker(node, this);
+        if (make !== null) return make(f.values!);
         const obj: Record<string, unknown> = {};
         for (let i = 0; i < n; i++) obj[keys[i]] = f.values![i];
         return obj;
@@ -1070,7 +1260,6 @@ export class BodyDecoder {
       const keys = f.keyScratch!;
       for (let i = 0; i < f.rowIndex; i++) if (keys[i] === key) throw this.err("duplicate_key", f.childAt);
       keys[f.rowIndex] = key;
-      f.keyLen![f.rowIndex] = 0;
       f.key = key;
       f.expectKey = false;
       return;
@@ -1466,12 +1655,10 @@ export class BodyDecoder {
       // An untracked dict of a few str keys: its pairs are collected and the object is made
       // at the end by one literal of its key sequence (record payloads repeat a few).
       const f = this.pushFrame(F.DictRecord, at);
-      f.values = f.scratch ??= newArray(MAX_RECORD_KEYS);
-      if (f.keyScratch === null) {
-        f.keyScratch = new Array<string>(MAX_RECORD_KEYS).fill("");
-        f.keyPos = new Int32Array(MAX_RECORD_KEYS);
-        f.keyLen = new Int32Array(MAX_RECORD_KEYS);
-      }
+      if (f.scratch === null || f.scratch.length < n) f.scratch = newArray(Math.max(n, 8));
+      if (f.keyScratch === null || f.keyScratch.length < n) f.keyScratch = new Array<string>(Math.max(n, 8)).fill("");
+      f.values = f.scratch;
+      f.node = null;
       f.rowIndex = 0;
       f.remaining = n;
       f.count = n;

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   decode, decodeAsync, encode, encodeAsync, Tuple, FrozenSet, ByteArray, Float, Complex, Decimal, AmberDateTime,
-  DecodeError, DecodeLimitError, SignatureError, ClassNotAllowedError, EncodeError, Placeholder, StreamReader,
+  DecodeError, DecodeLimitError, trace, SignatureError, ClassNotAllowedError, EncodeError, Placeholder, StreamReader,
   StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate,
 } from "../src/index.js";
 import { hexBytes, toHex } from "./notation.js";
@@ -344,4 +344,52 @@ test("lone surrogates are found without String.prototype.isWellFormed too (Node 
     }),
     { numRuns: 20_000 },
   );
+});
+
+test("record dicts: keys read through the key trie give what the stack machine gives", () => {
+  const both = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  const agree = (payload: Uint8Array) => {
+    for (const options of both) {
+      let value: unknown, error: DecodeError | null = null;
+      try {
+        value = decode(payload, options);
+      } catch (e) {
+        if (!(e instanceof DecodeError)) throw e;
+        error = e;
+      }
+      const t = trace(payload, options);
+      if (error !== null || t.error !== null) {
+        assert.equal(t.error?.kind, error?.kind);
+        assert.equal(t.error?.offset, error?.offset);
+      } else {
+        assert.deepStrictEqual(value, t.events[0].value);
+      }
+    }
+  };
+  const rec = { a: 1, b: "x".repeat(20), c: null };
+  // Keys that a literal cannot take, after records that taught the trie their prefix.
+  agree(encode([rec, rec, { a: 1, "0": 2 }, { a: 1, __proto__x: 2 }, rec]));
+  agree(encode([rec, rec, new Map<unknown, unknown>([["a", 1], [5, 2], ["c", 3]]), rec]));
+  agree(encode(JSON.parse('[{"a":1,"b":2},{"a":1,"__proto__":2},{"a":1,"b":2}]')));
+  // A duplicate key after a record of the same first key, written as short strs and as REFs.
+  agree(hexBytes("ab4101 5a 62 4161 01 4162 02 62 4161 03 4161 04"));
+  agree(hexBytes("ab4101 5a 62 c161 01 c162 02 62 9302 03 9302 04"));
+  const mapped = decode(hexBytes("ab4101 5a 62 4161 01 4162 02 62 4161 03 4162 04"), { dicts: "object" });
+  assert.deepEqual(mapped, [{ a: 1, b: 2 }, { a: 3, b: 4 }]);
+  // A REF key names an offset of its own payload: the same bytes in the next payload may
+  // name another str.
+  const first = hexBytes("ab4101 5a 62 c161 01 c162 02 62 9302 03 9305 04");
+  const second = hexBytes("ab4101 5a 62 c178 01 c162 02 62 9302 03 9305 04");
+  for (const options of both) {
+    decode(first, options);
+    decode(first, options);
+    const back = decode(second, options) as unknown[];
+    const keys = back.map((d) => (d instanceof Map ? [...d.keys()] : Object.keys(d as object)));
+    assert.deepEqual(keys, [["x", "b"], ["x", "b"]]);
+  }
+  // Many key sequences: the trie starts again when full, and values stay right.
+  const many = Array.from({ length: 30000 }, (_, i) => ({ [`k${i}`]: i, same: i }));
+  const back = decode(encode(many), { dicts: "object" }) as Record<string, number>[];
+  assert.equal(back.length, many.length);
+  back.forEach((o, i) => assert.deepEqual(Object.entries(o), [[`k${i}`, i], ["same", i]]));
 });
