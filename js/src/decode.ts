@@ -5,7 +5,7 @@
 import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
 import { VarintReader } from "./varint.js";
 import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
-import { asciiString, AsciiWindow, WINDOW_MIN_STR } from "./ascii.js";
+import { asciiString, AsciiWindow, WINDOW_SHORT } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
 import { ExtCode, EXT_NAMES, MAX_EXT_CODE } from "./ext/base.js";
@@ -1548,13 +1548,17 @@ export class BodyDecoder {
     this.pos = end;
     const buf = this.buf;
     if (!surrogates) {
-      if (n < WINDOW_MIN_STR || !this.window.enabled) {
-        if (n <= 64) {
-          const ascii = asciiString(buf, start, n);
-          if (ascii !== null) return ascii;
+      if (this.window.enabled) {
+        if (n < WINDOW_SHORT) {
+          let or = 0;
+          for (let i = start; i < end; i++) or |= buf[i];
+          if (or < 0x80) return this.window.slice(buf, start, end, this.end);
+        } else if (this.window.isAscii(buf, start, n)) {
+          return this.window.slice(buf, start, end, this.end);
         }
-      } else if (this.window.isAscii(buf, start, n)) {
-        return this.window.slice(buf, start, end, this.end);
+      } else if (n <= 64) {
+        const ascii = asciiString(buf, start, n);
+        if (ascii !== null) return ascii;
       }
     }
     const s = surrogates ? decodeUtf8Surrogates(buf, start, end) : decodeUtf8(buf, start, end);
