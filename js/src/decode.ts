@@ -659,20 +659,44 @@ export class BodyDecoder {
    * whatever max_depth allows.
    */
   private fast(): unknown {
-    if (this.depth >= FAST_DEPTH) return this.machineValue();
+    // Small enough for V8 to inline into the loops that call it: the commonest tags here,
+    // the rest (and the depth limit of the fast path, which only containers reach) below.
     const at = this.pos;
     if (at >= this.end) throw this.err("truncated", this.end);
     const tag = this.buf[at];
-    // The commonest tags first, without the general dispatch.
     if (tag < 0x40) {
       this.pos = at + 1;
       return tag;
     }
-    if (tag < 0x58) return this.str(tag - 0x40, at, at + 1, false);
+    if (tag < 0x58) return this.shortStr(tag - 0x40, at);
     if (tag === 0x93) {
       this.pos = at + 1;
       return this.reference(at);
     }
+    return this.fastTag(tag, at);
+  }
+
+  /** A SHORT_STR of n bytes at `at` (not traced: the fast path's). */
+  private shortStr(n: number, at: number): string {
+    const start = at + 1, end = start + n;
+    if (end > this.end) throw this.err("truncated", at);
+    const buf = this.buf;
+    if (this.window.enabled) {
+      let or = 0;
+      for (let i = start; i < end; i++) or |= buf[i];
+      if (or < 0x80) {
+        this.charge(cost.str(n), at);
+        this.pos = end;
+        return this.window.slice(buf, start, end, this.end);
+      }
+    }
+    // Not ASCII (or no window): the general reader checks and charges it.
+    return this.str(n, at, start, false);
+  }
+
+  /** The rest of fast(): a value of any other tag. */
+  private fastTag(tag: number, at: number): unknown {
+    if (this.depth >= FAST_DEPTH) return this.machineValue();
     let v: unknown;
     switch (tag) {
       case 0x6c: {
