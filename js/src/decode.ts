@@ -699,6 +699,17 @@ export class BodyDecoder {
     if (this.depth >= FAST_DEPTH) return this.machineValue();
     let v: unknown;
     switch (tag) {
+      case 0x77: {
+        // An untracked OBJECT of a shape defined before (numbered below 128) whose instances
+        // are placeholders or plain records: read here with no frame.
+        const s = at + 1 < this.end ? this.buf[at + 1] : 0;
+        if (s !== 0 && s < 0x80 && s <= this.shapes.length) {
+          const shape = this.shapes[s - 1];
+          if (shape.allowed === null && shape.kind === "ATTRS" && shape.fields!.length > 0) return this.fastObject(shape, at);
+        }
+        v = this.untracedValue();
+        break;
+      }
       case 0x6c: {
         // INT of up to 4 varint bytes inline; longer ones, and any fault, by the reader.
         this.pos = at + 1;
@@ -1980,6 +1991,36 @@ export class BodyDecoder {
       }
     }
     return PENDING;
+  }
+
+  /** An untracked OBJECT of a defined ATTRS shape of placeholders (fastTag checked it, and
+   * its shape number is the byte after the tag): the checks and charges of object(), then
+   * the values, with no frame. A plain record is made from them by its shape's factory; a
+   * placeholder holds them. */
+  private fastObject(shape: Shape, at: number): unknown {
+    const plain = this.options.placeholders === "plain";
+    const factory = !plain ? null : shape.factory !== undefined ? shape.factory : recordFactory(shape);
+    // No factory (a field named __proto__, too many fields): the machine's record frame.
+    if (plain && factory === null) return this.machineValue();
+    this.pos = at + 2;
+    this.enter(at);
+    const k = shape.fields!.length;
+    if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
+    this.charge(cost.object(k), at);
+    if (factory !== null) {
+      const depth = this.depth;
+      let values = this.recordValues[depth];
+      if (values === undefined || values.length < k) values = this.recordValues[depth] = newArray(Math.max(k, 8));
+      if (depth > this.recordDepth) this.recordDepth = depth;
+      for (let i = 0; i < k; i++) values[i] = this.fast();
+      this.depth--;
+      return factory(values, shape.info);
+    }
+    const values = newArray(k);
+    const instance = new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+    for (let i = 0; i < k; i++) values[i] = this.fast();
+    this.depth--;
+    return instance;
   }
 
   /** The instance of a create-first or from-first-value shape, empty: a placeholder holds the

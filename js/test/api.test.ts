@@ -387,6 +387,14 @@ test("record dicts: keys read through the key trie give what the stack machine g
     const keys = back.map((d) => (d instanceof Map ? [...d.keys()] : Object.keys(d as object)));
     assert.deepEqual(keys, [["x", "b"], ["x", "b"]]);
   }
+  // Class instances: placeholders and plain records, one with a field no literal can take,
+  // one shared (tracked), one deeper than the fast path goes.
+  const point = (x: unknown) => new Placeholder("geo", "Point", "ATTRS", ["x", "y"], [x, "y".repeat(14)]);
+  const odd = new Placeholder("geo", "Odd", "ATTRS", ["__proto__", "z"], [1, 2]);
+  const shared = point(3);
+  let deep: unknown = point(4);
+  for (let i = 0; i < 200; i++) deep = point(deep);
+  agree(encode([point(1), point(2.5), odd, odd, shared, shared, point(null), deep]));
   // Many key sequences: the trie starts again when full, and values stay right.
   const many = Array.from({ length: 30000 }, (_, i) => ({ [`k${i}`]: i, same: i }));
   const back = decode(encode(many), { dicts: "object" }) as Record<string, number>[];
