@@ -680,18 +680,15 @@ export class BodyDecoder {
   private shortStr(n: number, at: number): string {
     const start = at + 1, end = start + n;
     if (end > this.end) throw this.err("truncated", at);
+    this.charge(cost.str(n), at);
+    this.pos = end;
     const buf = this.buf;
-    if (this.window.enabled) {
-      let or = 0;
-      for (let i = start; i < end; i++) or |= buf[i];
-      if (or < 0x80) {
-        this.charge(cost.str(n), at);
-        this.pos = end;
-        return this.window.slice(buf, start, end, this.end);
-      }
-    }
-    // Not ASCII (or no window): the general reader checks and charges it.
-    return this.str(n, at, start, false);
+    let or = 0;
+    for (let i = start; i < end; i++) or |= buf[i];
+    if (or < 0x80) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
+    const s = decodeUtf8(buf, start, end);
+    if (s === null) throw this.err("invalid_utf8", start);
+    return s;
   }
 
   /** The rest of fast(): a value of any other tag. */
