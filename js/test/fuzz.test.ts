@@ -154,4 +154,14 @@ test("fuzz: the strict UTF-8 check agrees with a fatal TextDecoder", () => {
     try { want = td.decode(b); } catch { want = null; }
     assert.equal(decodeUtf8(b, 0, b.length), want);
   }), share(0.05));
+  // Well-formed U+FFFD (EF BF BD) among ill-formed sequences, short and long: the native
+  // decoder's replacement character must not be taken for the input's, nor the other way.
+  const pieces = [[0x61], [0xc3, 0xa9], [0xef, 0xbf, 0xbd], [0xf0, 0x9f, 0x98, 0x80], [0xed, 0xa0, 0x80], [0xc0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80], [0x80], [0xff], [0xe2, 0x82], [0xef, 0xbf], [0xed, 0x9f, 0xbf]];
+  const mixed = fc.array(fc.constantFrom(...pieces), { maxLength: 40 }).map((ps) => Uint8Array.from(ps.flat()));
+  fc.assert(fc.property(mixed, (b) => {
+    let want: string | null;
+    try { want = td.decode(b); } catch { want = null; }
+    assert.equal(decodeUtf8(b, 0, b.length), want);
+  }), share(0.05));
 });
