@@ -195,6 +195,8 @@ class KeyNode {
   hint2Decode = 0;
   uses = 0;
   make: ((v: unknown[]) => object) | null | undefined = undefined;
+  /** See firstKeyHints. */
+  firstKeys: KeyNode | null = null;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -237,6 +239,14 @@ let trieNodes = 0;
 const MAX_TRIE_NODES = 20000;
 /** Every decode's number, for the REF hints of the trie (see KeyNode). */
 let decodeCount = 0;
+
+/** The hints for the first key of a dict that is the value of `place`'s key (a node used
+ * for its hints alone, of the root's children): every dict starts at the root, and the root's
+ * two hints cannot follow the nested dicts of a record (a product's price, stock, rating,
+ * attributes); the dicts found at one place mostly start alike. */
+function firstKeyHints(place: KeyNode): KeyNode {
+  return (place.firstKeys ??= new KeyNode("", 0, true, true, null));
+}
 
 /** The trie node of a key sequence (the stack machine's dicts: the fast path walks the trie
  * as it reads them). */
@@ -429,6 +439,10 @@ export class BodyDecoder {
   private refValues: unknown[] = [];
   /** This decode's number (see KeyNode's hints). */
   private decodeId = 0;
+  /** Where the value being read sits: the trie node of the key it is the value of, in the
+   * dict read last by the fast path (null at the top). A dict there finds its first key
+   * through that node's firstKeyHints. */
+  private place: KeyNode | null = null;
   /** A dict key that is not a str, read by trieKey. */
   private otherKey: unknown = undefined;
   /** fastRecord's value arrays, one per depth, and the deepest used in this decode. */
@@ -485,6 +499,7 @@ export class BodyDecoder {
     this.refValues = [];
     this.decodeId = ++decodeCount;
     this.otherKey = undefined;
+    this.place = null;
     this.makerBudget = 16 + ((end - start) >> 10);
     this.incomplete = null;
     this.sp = 0;
@@ -827,7 +842,6 @@ export class BodyDecoder {
         for (let i = 0; i < n; i++) values[i] = this.fast();
         return this.finishFrame(f);
       }
-      case F.DictRecord: return this.fastDictRecord(f);
       case F.ObjectDict: return this.fastObjectDict(f);
       case F.Dict: return this.fastMap(f);
       default: return this.resume(f);
@@ -879,33 +893,35 @@ export class BodyDecoder {
 
   /** A dict key read through the trie (see KeyNode): the child of `node` for it, or null
    * when the key is not a str (it is left in otherKey). The caller checks the child's
-   * `distinct` (a duplicate key) at the key's offset. */
-  private trieKey(node: KeyNode): KeyNode | null {
+   * `distinct` (a duplicate key) at the key's offset. The hints tried and kept are those of
+   * `hints`: `node` itself, or for a dict's first key the hints of its place (see
+   * firstKeyHints). */
+  private trieKey(node: KeyNode, hints: KeyNode): KeyNode | null {
     const buf = this.buf, keyAt = this.pos, id = this.decodeId, left = this.end - keyAt;
-    let len = node.hintLen;
-    if (node.hintDecode === id && len <= left) {
-      if (this.sameBytes(node.hintPos, keyAt, len)) {
+    let len = hints.hintLen;
+    if (hints.hintDecode === id && len <= left) {
+      if (this.sameBytes(hints.hintPos, keyAt, len)) {
         // The same bytes: the same str (valid, and charged as a str if it is not a REF).
         if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
         this.pos = keyAt + len;
-        return node.hint;
+        return hints.hint;
       }
     }
-    len = node.hint2Len;
-    if (node.hint2Decode === id && len <= left) {
-      if (this.sameBytes(node.hint2Pos, keyAt, len)) {
+    len = hints.hint2Len;
+    if (hints.hint2Decode === id && len <= left) {
+      if (this.sameBytes(hints.hint2Pos, keyAt, len)) {
         if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
         this.pos = keyAt + len;
         // Swapped in front: records of two shapes that alternate keep both hints.
-        const child = node.hint2!;
-        node.hint2 = node.hint;
-        node.hint2Pos = node.hintPos;
-        node.hint2Len = node.hintLen;
-        node.hint2Decode = node.hintDecode;
-        node.hint = child;
-        node.hintPos = keyAt;
-        node.hintLen = len;
-        node.hintDecode = id;
+        const child = hints.hint2!;
+        hints.hint2 = hints.hint;
+        hints.hint2Pos = hints.hintPos;
+        hints.hint2Len = hints.hintLen;
+        hints.hint2Decode = hints.hintDecode;
+        hints.hint = child;
+        hints.hintPos = keyAt;
+        hints.hintLen = len;
+        hints.hintDecode = id;
         return child;
       }
     }
@@ -919,14 +935,14 @@ export class BodyDecoder {
     // (a tracked one is a new value to record each time it is met).
     const tag = buf[keyAt];
     if (tag === 0x93 || (tag >= 0x40 && tag < 0x58)) {
-      node.hint2 = node.hint;
-      node.hint2Pos = node.hintPos;
-      node.hint2Len = node.hintLen;
-      node.hint2Decode = node.hintDecode;
-      node.hint = child;
-      node.hintPos = keyAt;
-      node.hintLen = this.pos - keyAt;
-      node.hintDecode = id;
+      hints.hint2 = hints.hint;
+      hints.hint2Pos = hints.hintPos;
+      hints.hint2Len = hints.hintLen;
+      hints.hint2Decode = hints.hintDecode;
+      hints.hint = child;
+      hints.hintPos = keyAt;
+      hints.hintLen = this.pos - keyAt;
+      hints.hintDecode = id;
     }
     return child;
   }
@@ -947,17 +963,21 @@ export class BodyDecoder {
     let values = this.recordValues[depth];
     if (values === undefined || values.length < n) values = this.recordValues[depth] = newArray(Math.max(n, 8));
     if (depth > this.recordDepth) this.recordDepth = depth;
-    let node = keyTrie;
+    const place = this.place;
+    let node = keyTrie, hints = place === null ? keyTrie : firstKeyHints(place);
     for (let i = 0; i < n; i++) {
       const keyAt = this.pos;
-      const next = this.trieKey(node);
+      const next = this.trieKey(node, hints);
       if (next === null || !next.plain) {
         if (next !== null && !next.distinct) throw this.err("duplicate_key", keyAt);
+        this.place = place;
         return this.recordToMachine(n, i, at, keyAt, node, next, values);
       }
-      node = next;
+      node = hints = next;
+      this.place = next;
       values[i] = this.fast();
     }
+    this.place = place;
     this.depth--;
     const make = node.make ?? recordMaker(node, this);
     if (make !== null) return make(values);
@@ -991,35 +1011,6 @@ export class BodyDecoder {
     return this.resume(f);
   }
 
-  /** An object-mode dict of a few keys, made at the end by one literal (see openDict). */
-  private fastDictRecord(f: Frame): unknown {
-    const n = f.count;
-    const keys = f.keyScratch!, values = f.values!;
-    let node = keyTrie;
-    for (let i = 0; i < n; i++) {
-      const keyAt = this.pos;
-      f.childAt = keyAt;
-      const next = this.trieKey(node);
-      if (next === null || !next.plain) {
-        if (next !== null && !next.distinct) throw this.err("duplicate_key", keyAt);
-        // It becomes an object made key by key, or a Map: the machine's code does that.
-        f.rowIndex = i;
-        f.remaining = n - i;
-        f.expectKey = true;
-        if (next !== null) this.acceptStrKey(f, next.key);
-        else this.deliver(f, this.otherKey);
-        this.otherKey = undefined;
-        return this.resume(f);
-      }
-      node = next;
-      keys[i] = next.key;
-      values[i] = this.fast();
-    }
-    f.rowIndex = n;
-    f.node = node;
-    return this.finishFrame(f);
-  }
-
   /** An object-mode dict of more keys than a record takes, filled key by key. */
   private fastObjectDict(f: Frame): unknown {
     const obj = f.container as Record<string, unknown>;
@@ -1045,19 +1036,23 @@ export class BodyDecoder {
   private fastMap(f: Frame): unknown {
     const map = f.container as Map<unknown, unknown>;
     const n = f.count;
+    const place = this.place;
     let node: KeyNode | null = n <= MAX_RECORD_KEYS ? keyTrie : null;
+    let hints = place === null ? keyTrie : firstKeyHints(place);
     for (let i = 0; i < n; i++) {
       const keyAt = this.pos;
       f.childAt = keyAt;
       let key: unknown;
       if (node !== null) {
-        const next = this.trieKey(node);
+        const next = this.trieKey(node, hints);
         if (next !== null) {
           if (!next.distinct) throw this.err("duplicate_key", keyAt);
-          node = next;
+          node = hints = next;
+          this.place = next;
           map.set(next.key, this.fast());
           continue;
         }
+        this.place = place;
         key = this.otherKey;
         this.otherKey = undefined;
         node = null;
@@ -1071,6 +1066,7 @@ export class BodyDecoder {
       }
       map.set(key, this.fast());
     }
+    this.place = place;
     return this.finishFrame(f);
   }
 
