@@ -711,6 +711,16 @@ export class BodyDecoder {
     if (this.depth >= FAST_DEPTH) return this.machineValue();
     let v: unknown;
     switch (tag) {
+      case 0x68: {
+        // STR of a one- or two-byte length (every str up to 16 KiB); else, and for an
+        // overlong length, the general reader.
+        const buf = this.buf, p = at + 1;
+        const b0 = p < this.end ? buf[p] : 0x80;
+        if (b0 < 0x80) return this.str(b0, at, p + 1, false);
+        if (p + 1 < this.end && buf[p + 1] < 0x80 && buf[p + 1] !== 0) return this.str((b0 & 0x7f) | (buf[p + 1] << 7), at, p + 2, false);
+        v = this.untracedValue();
+        break;
+      }
       case 0x77: {
         // An untracked OBJECT of a shape defined before (numbered below 128) whose instances
         // are placeholders or plain records: read here with no frame.
