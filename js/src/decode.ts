@@ -4,7 +4,7 @@
 
 import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
 import { VarintReader } from "./varint.js";
-import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
+import { decodeUtf8, decodeUtf8Surrogates, encodeUtf8, hasLoneSurrogate } from "./utf8.js";
 import { asciiString, AsciiWindow, WINDOW_SHORT } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
@@ -197,6 +197,12 @@ class KeyNode {
   make: ((v: unknown[]) => object) | null | undefined = undefined;
   /** See firstKeyHints. */
   firstKeys: KeyNode | null = null;
+  /** The reader of this sequence (see RecordReader): undefined until made, null when it
+   * cannot be. */
+  reader: RecordReader | null | undefined = undefined;
+  /** As a place's hints (the root, or a firstKeys node): the reader that last read a dict
+   * there, tried first on the next. */
+  lastReader: RecordReader | null = null;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -271,6 +277,58 @@ function recordMaker(node: KeyNode, d: { makerBudget: number }): ((v: unknown[])
     // code generation refused: key by key
   }
   return node.make!;
+}
+
+/**
+ * A function reading a dict of one key sequence, each key written as a SHORT_STR (as the JS
+ * encoder writes keys), generated from the keys: it compares each key's bytes with the
+ * constant bytes of its encoding, charges it, reads its value by the fast path and makes the
+ * object by one literal. It has no trie walk, no hint to load, and a value array only when
+ * it fails: at the first key whose bytes differ (or that the input cannot hold), it stores
+ * the values read so far, leaves the position at that key, sets missAt and returns MISS, and
+ * the trie walk goes on from there. Keys in other forms (REFs, as Python writes repeated
+ * keys) always take the trie.
+ */
+class RecordReader {
+  constructor(
+    readonly n: number,
+    /** nodes[i]: the trie node of the first i keys (nodes[0], the root). */
+    readonly nodes: KeyNode[],
+    readonly read: (d: BodyDecoder, values: unknown[]) => unknown,
+  ) {}
+}
+const MISS = Symbol("miss");
+
+/** The reader of a node's key sequence (see RecordReader), made with its record maker;
+ * null when one of its keys is not a SHORT_STR (more than 23 bytes, or holding a lone
+ * surrogate) or code generation is refused. */
+function recordReader(node: KeyNode): RecordReader | null {
+  if (node.reader !== undefined) return node.reader;
+  node.reader = null;
+  const nodes = new Array<KeyNode>(node.depth + 1);
+  for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
+  const keys = node.keys();
+  let body = "const b = d.buf, e = d.end; let p = d.pos, t = 0;\n";
+  for (let i = 0; i < keys.length; i++) {
+    if (hasLoneSurrogate(keys[i])) return null;
+    const utf8 = encodeUtf8(keys[i]);
+    if (utf8.length > 23) return null;
+    const bytes = [0x40 + utf8.length, ...utf8];
+    const same = bytes.map((x, j) => `b[p + ${j}] === ${x}`).join(" && ");
+    const saved = keys.slice(0, i).map((_, j) => `values[${j}] = v${j}; `).join("");
+    body += `if (e - p < ${bytes.length} || !(${same})) { ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
+    // The value: a small int here, anything else by the fast path.
+    body += `d.charge(${cost.str(utf8.length)}, p); p += ${bytes.length}; d.place = N[${i + 1}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    body += `if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+  }
+  body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
+  try {
+    const read = new Function("N", "MISS", `return function (d, values) {\n${body}\n};`)(nodes, MISS);
+    node.reader = new RecordReader(keys.length, nodes, read);
+  } catch {
+    // code generation refused (a content security policy): the trie walk reads it
+  }
+  return node.reader;
 }
 
 const HASH_LIMIT = 64;
@@ -443,6 +501,8 @@ export class BodyDecoder {
    * dict read last by the fast path (null at the top). A dict there finds its first key
    * through that node's firstKeyHints. */
   private place: KeyNode | null = null;
+  /** Where a RecordReader that returned MISS stopped (the index of the key). */
+  missAt = 0;
   /** A dict key that is not a str, read by trieKey. */
   private otherKey: unknown = undefined;
   /** fastRecord's value arrays, one per depth, and the deepest used in this decode. */
@@ -974,8 +1034,21 @@ export class BodyDecoder {
     if (values === undefined || values.length < n) values = this.recordValues[depth] = newArray(Math.max(n, 8));
     if (depth > this.recordDepth) this.recordDepth = depth;
     const place = this.place;
-    let node = keyTrie, hints = place === null ? keyTrie : firstKeyHints(place);
-    for (let i = 0; i < n; i++) {
+    const holder = place === null ? keyTrie : firstKeyHints(place);
+    let node = keyTrie, hints = holder, i = 0;
+    const firstKeyAt = this.pos;
+    const reader = holder.lastReader;
+    if (reader !== null && reader.n === n) {
+      const obj = reader.read(this, values);
+      if (obj !== MISS) {
+        this.place = place;
+        this.depth--;
+        return obj;
+      }
+      i = this.missAt;
+      if (i > 0) node = hints = reader.nodes[i];
+    }
+    for (; i < n; i++) {
       const keyAt = this.pos;
       const next = this.trieKey(node, hints);
       if (next === null || !next.plain) {
@@ -990,7 +1063,18 @@ export class BodyDecoder {
     this.place = place;
     this.depth--;
     const make = node.make ?? recordMaker(node, this);
-    if (make !== null) return make(values);
+    if (make !== null) {
+      // A sequence worth a maker is worth a reader, tried first at this place next time
+      // when its keys are short strs (REFs to keys, as Python writes them, are not).
+      const tag = this.buf[firstKeyAt];
+      if (tag >= 0x40 && tag < 0x58) {
+        const r = node.reader !== undefined ? node.reader : recordReader(node);
+        if (r !== null) holder.lastReader = r;
+      } else {
+        holder.lastReader = null;
+      }
+      return make(values);
+    }
     const obj: Record<string, unknown> = {};
     const keys = node.keys();
     for (let i = 0; i < n; i++) obj[keys[i]] = values[i];

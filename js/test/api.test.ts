@@ -11,6 +11,7 @@ import {
 import { hexBytes, toHex } from "./notation.js";
 import fc from "fast-check";
 import { hasLoneSurrogateByPattern } from "../src/utf8.js";
+import { decodeBody } from "../src/decode.js";
 
 const SECRET = new TextEncoder().encode("amber envelope test secret one!!");
 
@@ -371,6 +372,23 @@ test("record dicts: keys read through the key trie give what the stack machine g
   agree(encode([rec, rec, { a: 1, "0": 2 }, { a: 1, __proto__x: 2 }, rec]));
   agree(encode([rec, rec, new Map<unknown, unknown>([["a", 1], [5, 2], ["c", 3]]), rec]));
   agree(encode(JSON.parse('[{"a":1,"b":2},{"a":1,"__proto__":2},{"a":1,"b":2}]')));
+  // Runs of one sequence (read by its generated reader), then dicts of as many keys that
+  // differ at the first, a middle and the last key, and one cut short inside a key.
+  const run = Array.from({ length: 5 }, () => ({ ...rec }));
+  agree(encode([...run, { z: 1, b: 2, c: 3 }, { a: 1, z: 2, c: 3 }, { a: 1, b: 2, z: 3 }, { a: 1, b: 2, cc: 3 }, rec]));
+  const full = encode([...run, rec]);
+  for (let cut = full.length - 8; cut < full.length; cut++) {
+    agree(full.subarray(0, cut));
+    // The same body ending there inside a longer buffer (as in a stream): the bytes after
+    // its end must not complete a key.
+    for (const options of both) {
+      const alone = (() => { try { decode(full.subarray(0, cut), options); } catch (e) { return e as DecodeError; } })();
+      const inside = (() => { try { decodeBody(full, 3, cut, 3, options, 0, 1 << 30, 1 << 30); } catch (e) { return e as DecodeError; } })();
+      assert.ok(alone instanceof DecodeError && inside instanceof DecodeError);
+      assert.equal(inside.kind, alone.kind);
+      assert.equal(inside.offset, alone.offset);
+    }
+  }
   // A duplicate key after a record of the same first key, written as short strs and as REFs.
   agree(hexBytes("ab4101 5a 62 4161 01 4162 02 62 4161 03 4161 04"));
   agree(hexBytes("ab4101 5a 62 c161 01 c162 02 62 9302 03 9302 04"));

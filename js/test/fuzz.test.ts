@@ -65,6 +65,8 @@ test("fuzz: random bodies after a valid header decode or fail with a DecodeError
 const recordSeeds = [
   hexBytes("ab4101 5b 62 c161 01 c162 02 62 9302 03 9305 04 62 9302 05 9305 06"),
   encode([{ a: 1, b: "x" }, { a: 2, b: "y" }, { b: 3, a: 4 }, { a: [{ a: 1 }, { a: 2 }], b: null }]),
+  // Runs of one key sequence, nested: read by generated readers once they are made.
+  encode(Array.from({ length: 6 }, (_, i) => ({ id: i, name: `n${i}`, tags: [{ k: "x", v: i }, { k: "y", v: -i }], "é": null }))),
 ];
 const mutatedRecords = fc
   .tuple(fc.constantFrom(...recordSeeds), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }))
