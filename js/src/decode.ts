@@ -751,6 +751,19 @@ export class BodyDecoder {
     return this.fastTag(tag, at);
   }
 
+  /** An untracked list of n items (depth entered, n checked against the input). */
+  private fastList(n: number, at: number): unknown[] {
+    this.charge(cost.list(n), at);
+    if (n === 0) {
+      this.depth--;
+      return [];
+    }
+    const list = newArray(n);
+    for (let i = 0; i < n; i++) list[i] = this.fast();
+    this.depth--;
+    return list;
+  }
+
   /** A SHORT_STR of n bytes at `at` (not traced: the fast path's). */
   private shortStr(n: number, at: number): string {
     const start = at + 1, end = start + n;
@@ -832,10 +845,18 @@ export class BodyDecoder {
         }
         v = this.untracedValue();
         break;
-      case 0x58: case 0x59: case 0x5a: case 0x5b:
+      case 0x58: case 0x59: case 0x5a: case 0x5b: {
+        // An untracked list, read here with no frame (the checks and charge of openList).
+        const n = tag - 0x58;
         this.pos = at + 1;
-        v = this.openList(tag - 0x58, at, -1);
-        break;
+        this.enter(at);
+        if (n > this.end - this.pos) throw this.err("length_too_large", at, `list declares ${n} items but only ${this.end - this.pos} bytes are left`);
+        return this.fastList(n, at);
+      }
+      case 0x71:
+        this.pos = at + 1;
+        this.enter(at);
+        return this.fastList(this.containerCount(at, 1), at);
       case 0x90:
         this.pos = at + 1;
         return null;
