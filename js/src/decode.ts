@@ -4,8 +4,8 @@
 
 import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
 import { VarintReader } from "./varint.js";
-import { decodeUtf8, decodeUtf8Surrogates } from "./utf8.js";
-import { asciiString } from "./ascii.js";
+import { decodeUtf8, decodeUtf8Surrogates, encodeUtf8, hasLoneSurrogate } from "./utf8.js";
+import { asciiString, AsciiWindow, WINDOW_SHORT } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
 import { ExtCode, EXT_NAMES, MAX_EXT_CODE } from "./ext/base.js";
@@ -91,16 +91,8 @@ class Frame {
   /** RecordValues and DictRecord: arrays kept with the frame, reused from record to record. */
   scratch: unknown[] | null = null;
   keyScratch: string[] | null = null;
-  /** DictRecord, fast path: where the encoding of keyScratch[i] was read and its length (0:
-   * not reusable). A record's key whose bytes are those of the key at the same place in the
-   * record before is the same str (a REF to the same offset, or the same short str), so it
-   * is taken without decoding. */
-  keyPos: Int32Array | null = null;
-  keyLen: Int32Array | null = null;
-  /** DictRecord: the key sequence of the last record made at this level and its maker, so
-   * that a run of records of the same keys skips the trie (the keys compare as pointers). */
-  lastKeys: string[] = [];
-  lastMake: ((v: unknown[]) => object) | null = null;
+  /** DictRecord: the trie node of the keys so far, when the fast path read them. */
+  node: KeyNode | null = null;
   /** Dicts and sets: number and bigint keys seen, and their V8 hash buckets (hash flooding). */
   hashedKeys = 0;
   hashCounts: Uint8Array | null = null;
@@ -149,7 +141,7 @@ function recordFactory(shape: Shape): RecordMaker | null {
   return make;
 }
 
-const MAX_RECORD_KEYS = 16;
+const MAX_RECORD_KEYS = 64;
 
 /** The frames of a finished decode, kept by the reused decoder for the next one, holding no
  * value of its own: what they keep is key strs and makers of key sequences (compared by
@@ -165,9 +157,8 @@ function releaseFrames(stack: Frame[]): void {
     f.event = null;
     f.keys = null;
     f.hashCounts = null;
+    f.node = null;
     f.scratch?.fill(undefined);
-    // Positions in this decode's input: meaningless in the next one.
-    f.keyLen?.fill(0);
   }
 }
 
@@ -175,39 +166,169 @@ function releaseFrames(stack: Frame[]): void {
  * for real data, shallow enough for any caller's call stack. */
 const FAST_DEPTH = 128;
 
-/** Key sequences met so far, as a trie, each with the function that makes an object of
- * those keys by one literal (generated at its second use). Bounded: past MAX_TRIE_NODES
- * new sequences are made key by key. Only the keys' strings are kept, never values. */
-interface KeyNode { next: Map<string, KeyNode> | null; uses: number; make: ((v: unknown[]) => object) | null | undefined }
-const keyTrie: KeyNode = { next: null, uses: 0, make: undefined };
-let trieNodes = 0;
-const MAX_TRIE_NODES = 20000;
+/**
+ * Key sequences met so far, as a trie: a dict's str keys are a walk from the root, one node
+ * per key. A node knows whether its keys are distinct (a duplicate is an error found once,
+ * when the node is made, and not by comparing every key of every dict), whether a plain
+ * object keeps them in order (no "__proto__", no array index), and, made at its second use,
+ * the function that makes an object of those keys by one literal (one hidden class per
+ * sequence). Each node also remembers the children taken last and where their keys were
+ * written in this decode's input: a key written in the same bytes (the same short str, or a
+ * REF to the same offset) is that child's key, taken without decoding it, and record
+ * payloads repeat their key sequences.
+ *
+ * Shared by all decodes and bounded: only keys' strings are kept, never values, and when
+ * MAX_TRIE_NODES nodes have been made the trie starts again from an empty root.
+ */
+class KeyNode {
+  next: Map<string, KeyNode> | null = null;
+  /** The two children taken last, each with where its key was written (tag included) in
+   * the input of the decode numbered hintDecode: its bytes there, and those of a key read
+   * now, are compared. */
+  hint: KeyNode | null = null;
+  hintPos = 0;
+  hintLen = 0;
+  hintDecode = 0;
+  hint2: KeyNode | null = null;
+  hint2Pos = 0;
+  hint2Len = 0;
+  hint2Decode = 0;
+  uses = 0;
+  make: ((v: unknown[]) => object) | null | undefined = undefined;
+  /** See firstKeyHints. */
+  firstKeys: KeyNode | null = null;
+  /** The reader of this sequence (see RecordReader): undefined until made, null when it
+   * cannot be. */
+  reader: RecordReader | null | undefined = undefined;
+  /** As a place's hints (the root, or a firstKeys node): the reader that last read a dict
+   * there, tried first on the next. */
+  lastReader: RecordReader | null = null;
+  constructor(
+    /** The last key of the sequence ("" at the root). */
+    readonly key: string,
+    /** The sequence's length. */
+    readonly depth: number,
+    /** Its keys are distinct. */
+    readonly distinct: boolean,
+    /** Distinct, none "__proto__" and none an array index: a plain object keeps them in order. */
+    readonly plain: boolean,
+    readonly parent: KeyNode | null,
+  ) {}
 
-/** The trie node of a key sequence, its maker made at its second use; undefined when the
- * trie is full. */
-function dictRecordNode(keys: string[], n: number): KeyNode | undefined {
-  let node: KeyNode | undefined = keyTrie;
-  for (let i = 0; i < n && node !== undefined; i++) {
-    let next: KeyNode | undefined = node.next?.get(keys[i]);
-    if (next === undefined && trieNodes < MAX_TRIE_NODES) {
-      next = { next: null, uses: 0, make: undefined };
-      (node.next ??= new Map()).set(keys[i], next);
+  /** The node of this sequence and then `key`, made when new. */
+  child(key: string): KeyNode {
+    let next = this.next?.get(key);
+    if (next === undefined) {
+      if (trieNodes >= MAX_TRIE_NODES) {
+        // Start again: the nodes in use stay valid (and unreachable once this decode ends).
+        keyTrie = new KeyNode("", 0, true, true, null);
+        trieNodes = 0;
+      }
+      let distinct = this.distinct;
+      for (let n: KeyNode | null = this; distinct && n !== null && n.parent !== null; n = n.parent) if (n.key === key) distinct = false;
+      next = new KeyNode(key, this.depth + 1, distinct, distinct && this.plain && key !== "__proto__" && !isIndexKey(key), this);
+      (this.next ??= new Map()).set(key, next);
       trieNodes++;
     }
-    node = next;
+    return next;
   }
-  if (node !== undefined && ++node.uses >= 2) {
-    if (node.make === undefined) {
-      node.make = null;
-      try {
-        const props = keys.slice(0, n).map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(", ");
-        node.make = new Function(`return function (v) { return { ${props} }; };`)();
-      } catch {
-        // code generation refused (a content security policy): key by key below
-      }
-    }
+
+  /** The keys of the sequence, in order. */
+  keys(): string[] {
+    const keys = new Array<string>(this.depth);
+    for (let n: KeyNode = this; n.parent !== null; n = n.parent) keys[n.depth - 1] = n.key;
+    return keys;
   }
+}
+let keyTrie = new KeyNode("", 0, true, true, null);
+let trieNodes = 0;
+const MAX_TRIE_NODES = 20000;
+/** Every decode's number, for the REF hints of the trie (see KeyNode). */
+let decodeCount = 0;
+
+/** The hints for the first key of a dict that is the value of `place`'s key (a node used
+ * for its hints alone, of the root's children): every dict starts at the root, and the root's
+ * two hints cannot follow the nested dicts of a record (a product's price, stock, rating,
+ * attributes); the dicts found at one place mostly start alike. */
+function firstKeyHints(place: KeyNode): KeyNode {
+  return (place.firstKeys ??= new KeyNode("", 0, true, true, null));
+}
+
+/** The trie node of a key sequence (the stack machine's dicts: the fast path walks the trie
+ * as it reads them). */
+function dictRecordNode(keys: string[], n: number): KeyNode {
+  let node = keyTrie;
+  for (let i = 0; i < n; i++) node = node.child(keys[i]);
   return node;
+}
+
+/** The function making an object of the node's keys (plain, so they stay in order) from
+ * their values, generated at the second use; null when code generation is refused (a
+ * content security policy) or the decode's budget of generated functions is spent. */
+function recordMaker(node: KeyNode, d: { makerBudget: number }): ((v: unknown[]) => object) | null {
+  if (node.make !== undefined) return node.make;
+  if (++node.uses < 2 || d.makerBudget <= 0) return null;
+  d.makerBudget--;
+  node.make = null;
+  try {
+    const props = node.keys().map((k, i) => `${JSON.stringify(k)}: v[${i}]`).join(", ");
+    node.make = new Function(`return function (v) { return { ${props} }; };`)();
+  } catch {
+    // code generation refused: key by key
+  }
+  return node.make!;
+}
+
+/**
+ * A function reading a dict of one key sequence, each key written as a SHORT_STR (as the JS
+ * encoder writes keys), generated from the keys: it compares each key's bytes with the
+ * constant bytes of its encoding, charges it, reads its value by the fast path and makes the
+ * object by one literal. It has no trie walk, no hint to load, and a value array only when
+ * it fails: at the first key whose bytes differ (or that the input cannot hold), it stores
+ * the values read so far, leaves the position at that key, sets missAt and returns MISS, and
+ * the trie walk goes on from there. Keys in other forms (REFs, as Python writes repeated
+ * keys) always take the trie.
+ */
+class RecordReader {
+  constructor(
+    readonly n: number,
+    /** nodes[i]: the trie node of the first i keys (nodes[0], the root). */
+    readonly nodes: KeyNode[],
+    readonly read: (d: BodyDecoder, values: unknown[]) => unknown,
+  ) {}
+}
+const MISS = Symbol("miss");
+
+/** The reader of a node's key sequence (see RecordReader), made with its record maker;
+ * null when one of its keys is not a SHORT_STR (more than 23 bytes, or holding a lone
+ * surrogate) or code generation is refused. */
+function recordReader(node: KeyNode): RecordReader | null {
+  if (node.reader !== undefined) return node.reader;
+  node.reader = null;
+  const nodes = new Array<KeyNode>(node.depth + 1);
+  for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
+  const keys = node.keys();
+  let body = "const b = d.buf, e = d.end; let p = d.pos, t = 0;\n";
+  for (let i = 0; i < keys.length; i++) {
+    if (hasLoneSurrogate(keys[i])) return null;
+    const utf8 = encodeUtf8(keys[i]);
+    if (utf8.length > 23) return null;
+    const bytes = [0x40 + utf8.length, ...utf8];
+    const same = bytes.map((x, j) => `b[p + ${j}] === ${x}`).join(" && ");
+    const saved = keys.slice(0, i).map((_, j) => `values[${j}] = v${j}; `).join("");
+    body += `if (e - p < ${bytes.length} || !(${same})) { ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
+    // The value: a small int here, anything else by the fast path.
+    body += `d.charge(${cost.str(utf8.length)}, p); p += ${bytes.length}; d.place = N[${i + 1}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    body += `if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+  }
+  body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
+  try {
+    const read = new Function("N", "MISS", `return function (d, values) {\n${body}\n};`)(nodes, MISS);
+    node.reader = new RecordReader(keys.length, nodes, read);
+  } catch {
+    // code generation refused (a content security policy): the trie walk reads it
+  }
+  return node.reader;
 }
 
 const HASH_LIMIT = 64;
@@ -374,6 +495,23 @@ export class BodyDecoder {
   private refTable = NO_REFS;
   private refMask = 0;
   private refValues: unknown[] = [];
+  /** This decode's number (see KeyNode's hints). */
+  private decodeId = 0;
+  /** Where the value being read sits: the trie node of the key it is the value of, in the
+   * dict read last by the fast path (null at the top). A dict there finds its first key
+   * through that node's firstKeyHints. */
+  private place: KeyNode | null = null;
+  /** Where a RecordReader that returned MISS stopped (the index of the key). */
+  missAt = 0;
+  /** A dict key that is not a str, read by trieKey. */
+  private otherKey: unknown = undefined;
+  /** fastRecord's value arrays, one per depth, and the deepest used in this decode. */
+  private recordValues: unknown[][] = [];
+  private recordDepth = 0;
+  /** How many more record makers this decode may generate (see recordMaker). */
+  makerBudget = 0;
+  /** Long ASCII strs are cut from windows of the input (see AsciiWindow). */
+  private window = new AsciiWindow();
   private incomplete: Set<number> | null = null;
   /** The open containers; a reused decoder keeps its frames (and their scratch arrays). */
   private stack: Frame[] = [];
@@ -419,6 +557,10 @@ export class BodyDecoder {
     this.refTable = NO_REFS;
     this.refMask = 0;
     this.refValues = [];
+    this.decodeId = ++decodeCount;
+    this.otherKey = undefined;
+    this.place = null;
+    this.makerBudget = 16 + ((end - start) >> 10);
     this.incomplete = null;
     this.sp = 0;
     this.shapes = [];
@@ -437,6 +579,10 @@ export class BodyDecoder {
   /** After a decode: the frames and fields let go of its input and values. */
   release(): void {
     releaseFrames(this.stack);
+    this.window.reset();
+    const pool = this.recordValues;
+    for (let d = Math.min(this.recordDepth, pool.length - 1); d >= 0; d--) pool[d]?.fill(undefined);
+    this.recordDepth = 0;
     this.init(NO_INPUT, 0, 0, 0, NO_OPTIONS, 0, 0, 0);
   }
 
@@ -588,22 +734,77 @@ export class BodyDecoder {
    * whatever max_depth allows.
    */
   private fast(): unknown {
-    if (this.depth >= FAST_DEPTH) return this.machineValue();
+    // Small enough for V8 to inline into the loops that call it: the commonest tags here,
+    // the rest (and the depth limit of the fast path, which only containers reach) below.
     const at = this.pos;
     if (at >= this.end) throw this.err("truncated", this.end);
     const tag = this.buf[at];
-    // The commonest tags first, without the general dispatch.
     if (tag < 0x40) {
       this.pos = at + 1;
       return tag;
     }
-    if (tag < 0x58) return this.str(tag - 0x40, at, at + 1, false);
+    if (tag < 0x58) return this.shortStr(tag - 0x40, at);
     if (tag === 0x93) {
       this.pos = at + 1;
       return this.reference(at);
     }
+    return this.fastTag(tag, at);
+  }
+
+  /** An untracked list of n items (depth entered, n checked against the input). */
+  private fastList(n: number, at: number): unknown[] {
+    this.charge(cost.list(n), at);
+    if (n === 0) {
+      this.depth--;
+      return [];
+    }
+    const list = newArray(n);
+    for (let i = 0; i < n; i++) list[i] = this.fast();
+    this.depth--;
+    return list;
+  }
+
+  /** A SHORT_STR of n bytes at `at` (not traced: the fast path's). */
+  private shortStr(n: number, at: number): string {
+    const start = at + 1, end = start + n;
+    if (end > this.end) throw this.err("truncated", at);
+    this.charge(cost.str(n), at);
+    this.pos = end;
+    const buf = this.buf;
+    let or = 0;
+    for (let i = start; i < end; i++) or |= buf[i];
+    if (or < 0x80) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
+    const s = decodeUtf8(buf, start, end);
+    if (s === null) throw this.err("invalid_utf8", start);
+    return s;
+  }
+
+  /** The rest of fast(): a value of any other tag. */
+  private fastTag(tag: number, at: number): unknown {
+    if (this.depth >= FAST_DEPTH) return this.machineValue();
     let v: unknown;
     switch (tag) {
+      case 0x68: {
+        // STR of a one- or two-byte length (every str up to 16 KiB); else, and for an
+        // overlong length, the general reader.
+        const buf = this.buf, p = at + 1;
+        const b0 = p < this.end ? buf[p] : 0x80;
+        if (b0 < 0x80) return this.str(b0, at, p + 1, false);
+        if (p + 1 < this.end && buf[p + 1] < 0x80 && buf[p + 1] !== 0) return this.str((b0 & 0x7f) | (buf[p + 1] << 7), at, p + 2, false);
+        v = this.untracedValue();
+        break;
+      }
+      case 0x77: {
+        // An untracked OBJECT of a shape defined before (numbered below 128) whose instances
+        // are placeholders or plain records: read here with no frame.
+        const s = at + 1 < this.end ? this.buf[at + 1] : 0;
+        if (s !== 0 && s < 0x80 && s <= this.shapes.length) {
+          const shape = this.shapes[s - 1];
+          if (shape.allowed === null && shape.kind === "ATTRS" && shape.fields!.length > 0) return this.fastObject(shape, at);
+        }
+        v = this.untracedValue();
+        break;
+      }
       case 0x6c: {
         // INT of up to 4 varint bytes inline; longer ones, and any fault, by the reader.
         this.pos = at + 1;
@@ -630,12 +831,32 @@ export class BodyDecoder {
       }
       case 0x60: case 0x61: case 0x62: case 0x63: case 0x64: case 0x65: case 0x66: case 0x67:
         this.pos = at + 1;
+        if (this.objectDicts && tag > 0x60) return this.fastRecord(tag - 0x60, at, false);
         v = this.openDict(tag - 0x60, at, -1);
         break;
-      case 0x58: case 0x59: case 0x5a: case 0x5b:
-        this.pos = at + 1;
-        v = this.openList(tag - 0x58, at, -1);
+      case 0x73:
+        if (this.objectDicts) {
+          this.pos = at + 1;
+          this.enter(at);
+          const n = this.containerCount(at, 2);
+          if (n > 0 && n <= MAX_RECORD_KEYS) return this.fastRecord(n, at, true);
+          v = this.openDict(n, at, -1, true);
+          break;
+        }
+        v = this.untracedValue();
         break;
+      case 0x58: case 0x59: case 0x5a: case 0x5b: {
+        // An untracked list, read here with no frame (the checks and charge of openList).
+        const n = tag - 0x58;
+        this.pos = at + 1;
+        this.enter(at);
+        if (n > this.end - this.pos) throw this.err("length_too_large", at, `list declares ${n} items but only ${this.end - this.pos} bytes are left`);
+        return this.fastList(n, at);
+      }
+      case 0x71:
+        this.pos = at + 1;
+        this.enter(at);
+        return this.fastList(this.containerCount(at, 1), at);
       case 0x90:
         this.pos = at + 1;
         return null;
@@ -712,7 +933,6 @@ export class BodyDecoder {
         for (let i = 0; i < n; i++) values[i] = this.fast();
         return this.finishFrame(f);
       }
-      case F.DictRecord: return this.fastDictRecord(f);
       case F.ObjectDict: return this.fastObjectDict(f);
       case F.Dict: return this.fastMap(f);
       default: return this.resume(f);
@@ -748,53 +968,162 @@ export class BodyDecoder {
     return this.fast();
   }
 
-  /** An object-mode dict of a few keys, made at the end by one literal (see openDict). */
-  private fastDictRecord(f: Frame): unknown {
-    const n = f.count;
-    const keys = f.keyScratch!, values = f.values!, keyPos = f.keyPos!, keyLen = f.keyLen!;
+  /** Whether the len bytes at a and at b (both inside the input) are the same: four at a
+   * time from five on (the last four overlapping), a third of a byte loop's time for a key. */
+  private sameBytes(a: number, b: number, len: number): boolean {
     const buf = this.buf;
-    // Whether keys 0..i-1 were those of the record before (and so distinct).
-    let same = true;
-    for (let i = 0; i < n; i++) {
+    if (len < 5) {
+      for (let j = 0; j < len; j++) if (buf[a + j] !== buf[b + j]) return false;
+      return true;
+    }
+    const dv = this.dv();
+    const last = len - 4;
+    for (let j = 0; j < last; j += 4) if (dv.getInt32(a + j, true) !== dv.getInt32(b + j, true)) return false;
+    return dv.getInt32(a + last, true) === dv.getInt32(b + last, true);
+  }
+
+  /** A dict key read through the trie (see KeyNode): the child of `node` for it, or null
+   * when the key is not a str (it is left in otherKey). The caller checks the child's
+   * `distinct` (a duplicate key) at the key's offset. The hints tried and kept are those of
+   * `hints`: `node` itself, or for a dict's first key the hints of its place (see
+   * firstKeyHints). */
+  private trieKey(node: KeyNode, hints: KeyNode): KeyNode | null {
+    const buf = this.buf, keyAt = this.pos, id = this.decodeId, left = this.end - keyAt;
+    let len = hints.hintLen;
+    if (hints.hintDecode === id && len <= left) {
+      if (this.sameBytes(hints.hintPos, keyAt, len)) {
+        // The same bytes: the same str (valid, and charged as a str if it is not a REF).
+        if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
+        this.pos = keyAt + len;
+        return hints.hint;
+      }
+    }
+    len = hints.hint2Len;
+    if (hints.hint2Decode === id && len <= left) {
+      if (this.sameBytes(hints.hint2Pos, keyAt, len)) {
+        if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
+        this.pos = keyAt + len;
+        // Swapped in front: records of two shapes that alternate keep both hints.
+        const child = hints.hint2!;
+        hints.hint2 = hints.hint;
+        hints.hint2Pos = hints.hintPos;
+        hints.hint2Len = hints.hintLen;
+        hints.hint2Decode = hints.hintDecode;
+        hints.hint = child;
+        hints.hintPos = keyAt;
+        hints.hintLen = len;
+        hints.hintDecode = id;
+        return child;
+      }
+    }
+    const key = this.fastKey();
+    if (typeof key !== "string") {
+      this.otherKey = key;
+      return null;
+    }
+    const child = node.child(key);
+    // A hint when the key was read whole from its own bytes: a REF, or an untracked SHORT_STR
+    // (a tracked one is a new value to record each time it is met).
+    const tag = buf[keyAt];
+    if (tag === 0x93 || (tag >= 0x40 && tag < 0x58)) {
+      hints.hint2 = hints.hint;
+      hints.hint2Pos = hints.hintPos;
+      hints.hint2Len = hints.hintLen;
+      hints.hint2Decode = hints.hintDecode;
+      hints.hint = child;
+      hints.hintPos = keyAt;
+      hints.hintLen = this.pos - keyAt;
+      hints.hintDecode = id;
+    }
+    return child;
+  }
+
+  /**
+   * An untracked object-mode dict of n pairs (0 < n <= MAX_RECORD_KEYS), its head read: the
+   * checks and charges of openDict, then its keys through the trie and its values into an
+   * array kept for its depth, and the object made at the end by the literal of its key
+   * sequence. No frame, unless a key a literal cannot take makes the machine finish it.
+   */
+  private fastRecord(n: number, at: number, entered: boolean): unknown {
+    if (!entered) {
+      this.enter(at);
+      if (n * 2 > this.end - this.pos) throw this.err("length_too_large", at, `dict declares ${n} pairs but only ${this.end - this.pos} bytes are left`);
+    }
+    this.charge(cost.dict(n), at);
+    const depth = this.depth;
+    let values = this.recordValues[depth];
+    if (values === undefined || values.length < n) values = this.recordValues[depth] = newArray(Math.max(n, 8));
+    if (depth > this.recordDepth) this.recordDepth = depth;
+    const place = this.place;
+    const holder = place === null ? keyTrie : firstKeyHints(place);
+    let node = keyTrie, hints = holder, i = 0;
+    const firstKeyAt = this.pos;
+    const reader = holder.lastReader;
+    if (reader !== null && reader.n === n) {
+      const obj = reader.read(this, values);
+      if (obj !== MISS) {
+        this.place = place;
+        this.depth--;
+        return obj;
+      }
+      i = this.missAt;
+      if (i > 0) node = hints = reader.nodes[i];
+    }
+    for (; i < n; i++) {
       const keyAt = this.pos;
-      f.childAt = keyAt;
-      const len = keyLen[i];
-      if (len !== 0 && len <= this.end - keyAt) {
-        const prev = keyPos[i];
-        let j = 0;
-        while (j < len && buf[prev + j] === buf[keyAt + j]) j++;
-        if (j === len) {
-          // Its bytes are those of the key before: the same str, valid and not an index.
-          const key = keys[i];
-          if (buf[keyAt] !== 0x93) this.charge(cost.str(len - 1), keyAt);
-          if (!same) for (let k = 0; k < i; k++) if (keys[k] === key) throw this.err("duplicate_key", keyAt);
-          keyPos[i] = keyAt;
-          this.pos = keyAt + len;
-          values[i] = this.fast();
-          continue;
-        }
+      const next = this.trieKey(node, hints);
+      if (next === null || !next.plain) {
+        if (next !== null && !next.distinct) throw this.err("duplicate_key", keyAt);
+        this.place = place;
+        return this.recordToMachine(n, i, at, keyAt, node, next, values);
       }
-      same = false;
-      const key = this.fastKey();
-      if (typeof key !== "string" || key === "__proto__" || isIndexKey(key)) {
-        // It becomes an object made key by key, or a Map: the machine's code does that.
-        f.rowIndex = i;
-        f.remaining = n - i;
-        f.expectKey = true;
-        if (typeof key === "string") this.acceptStrKey(f, key);
-        else this.deliver(f, key);
-        return this.resume(f);
-      }
-      for (let j = 0; j < i; j++) if (keys[j] === key) throw this.err("duplicate_key", keyAt);
-      keys[i] = key;
-      // Reusable when read whole from its own bytes: a REF, or an untracked SHORT_STR.
-      const tag = buf[keyAt];
-      keyPos[i] = keyAt;
-      keyLen[i] = tag === 0x93 || (tag >= 0x40 && tag < 0x58) ? this.pos - keyAt : 0;
+      node = hints = next;
+      this.place = next;
       values[i] = this.fast();
     }
-    f.rowIndex = n;
-    return this.finishFrame(f);
+    this.place = place;
+    this.depth--;
+    const make = node.make ?? recordMaker(node, this);
+    if (make !== null) {
+      // A sequence worth a maker is worth a reader, tried first at this place next time
+      // when its keys are short strs (REFs to keys, as Python writes them, are not).
+      const tag = this.buf[firstKeyAt];
+      if (tag >= 0x40 && tag < 0x58) {
+        const r = node.reader !== undefined ? node.reader : recordReader(node);
+        if (r !== null) holder.lastReader = r;
+      } else {
+        holder.lastReader = null;
+      }
+      return make(values);
+    }
+    const obj: Record<string, unknown> = {};
+    const keys = node.keys();
+    for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
+    return obj;
+  }
+
+  /** fastRecord met, as key i, a key a literal cannot take (`next`, or otherKey when it is not
+   * a str): the dict goes on as a frame of the machine, which makes it key by key. */
+  private recordToMachine(n: number, i: number, at: number, keyAt: number, node: KeyNode, next: KeyNode | null, values: unknown[]): unknown {
+    const f = this.pushFrame(F.DictRecord, at);
+    if (f.scratch === null || f.scratch.length < n) f.scratch = newArray(Math.max(n, 8));
+    if (f.keyScratch === null || f.keyScratch.length < n) f.keyScratch = new Array<string>(Math.max(n, 8)).fill("");
+    const keys = node.keys();
+    for (let k = 0; k < i; k++) {
+      f.scratch[k] = values[k];
+      f.keyScratch[k] = keys[k];
+    }
+    f.values = f.scratch;
+    f.node = null;
+    f.rowIndex = i;
+    f.remaining = n - i;
+    f.count = n;
+    f.expectKey = true;
+    f.childAt = keyAt;
+    if (next !== null) this.acceptStrKey(f, next.key);
+    else this.deliver(f, this.otherKey);
+    this.otherKey = undefined;
+    return this.resume(f);
   }
 
   /** An object-mode dict of more keys than a record takes, filled key by key. */
@@ -818,13 +1147,33 @@ export class BodyDecoder {
     return this.finishFrame(f);
   }
 
-  /** A dict as a Map. */
+  /** A dict as a Map: its str keys read through the trie while they are strs. */
   private fastMap(f: Frame): unknown {
     const map = f.container as Map<unknown, unknown>;
     const n = f.count;
+    const place = this.place;
+    let node: KeyNode | null = n <= MAX_RECORD_KEYS ? keyTrie : null;
+    let hints = place === null ? keyTrie : firstKeyHints(place);
     for (let i = 0; i < n; i++) {
-      f.childAt = this.pos;
-      const key = this.fastKey();
+      const keyAt = this.pos;
+      f.childAt = keyAt;
+      let key: unknown;
+      if (node !== null) {
+        const next = this.trieKey(node, hints);
+        if (next !== null) {
+          if (!next.distinct) throw this.err("duplicate_key", keyAt);
+          node = hints = next;
+          this.place = next;
+          map.set(next.key, this.fast());
+          continue;
+        }
+        this.place = place;
+        key = this.otherKey;
+        this.otherKey = undefined;
+        node = null;
+      } else {
+        key = this.fastKey();
+      }
       if (typeof key === "string") {
         if (map.has(key)) throw this.err("duplicate_key", f.childAt);
       } else {
@@ -832,6 +1181,7 @@ export class BodyDecoder {
       }
       map.set(key, this.fast());
     }
+    this.place = place;
     return this.finishFrame(f);
   }
 
@@ -954,18 +1304,12 @@ export class BodyDecoder {
         // The scratch arrays keep their values until overwritten: they live with this
         // decoder, which lives for one decode, and clearing them cost a tenth of the time.
         this.depth--;
-        const n = f.rowIndex, keys = f.keyScratch!, last = f.lastKeys;
-        if (f.lastMake !== null && last.length === n) {
-          let i = 0;
-          while (i < n && last[i] === keys[i]) i++;
-          if (i === n) return f.lastMake(f.values!);
-        }
-        const node = dictRecordNode(keys, n);
-        if (node !== undefined && node.make) {
-          f.lastKeys = keys.slice(0, n);
-          f.lastMake = node.make;
-          return node.make(f.values!);
-        }
+        const n = f.rowIndex, keys = f.keyScratch!;
+        // The fast path walked the trie; the machine's keys (all checked) walk it now.
+        const node = f.node ?? dictRecordNode(keys, n);
+        f.node = null;
+        const make = recordMaker(node, this);
+        if (make !== null) return make(f.values!);
         const obj: Record<string, unknown> = {};
         for (let i = 0; i < n; i++) obj[keys[i]] = f.values![i];
         return obj;
@@ -1067,7 +1411,6 @@ export class BodyDecoder {
       const keys = f.keyScratch!;
       for (let i = 0; i < f.rowIndex; i++) if (keys[i] === key) throw this.err("duplicate_key", f.childAt);
       keys[f.rowIndex] = key;
-      f.keyLen![f.rowIndex] = 0;
       f.key = key;
       f.expectKey = false;
       return;
@@ -1347,9 +1690,19 @@ export class BodyDecoder {
     const end = start + n;
     this.pos = end;
     const buf = this.buf;
-    if (n <= 64 && !surrogates) {
-      const ascii = asciiString(buf, start, n);
-      if (ascii !== null) return ascii;
+    if (!surrogates) {
+      if (this.window.enabled) {
+        if (n < WINDOW_SHORT) {
+          let or = 0;
+          for (let i = start; i < end; i++) or |= buf[i];
+          if (or < 0x80) return this.window.slice(buf, start, end, this.end);
+        } else if (this.window.isAscii(buf, start, n)) {
+          return this.window.slice(buf, start, end, this.end);
+        }
+      } else if (n <= 64) {
+        const ascii = asciiString(buf, start, n);
+        if (ascii !== null) return ascii;
+      }
     }
     const s = surrogates ? decodeUtf8Surrogates(buf, start, end) : decodeUtf8(buf, start, end);
     if (s === null) throw this.err("invalid_utf8", start);
@@ -1370,8 +1723,13 @@ export class BodyDecoder {
       while (i < n && b[i] === buf[start + i]) i++;
       if (i === n) return entry.text;
     }
-    const text = this.str(n, start - 1, start, false);
-    this.spent -= cost.str(n); // str() charged again what the caller charged
+    // A flat string, not one cut from the window: a key lives on in the cache (and would
+    // keep its window), and V8 would copy a sliced one each time it became a property name.
+    let text = n <= 64 ? asciiString(buf, start, n) : null;
+    if (text === null) {
+      text = this.str(n, start - 1, start, false);
+      this.spent -= cost.str(n); // str() charged again what the caller charged
+    }
     keyCache[slot] = { bytes: buf.slice(start, start + n), text };
     return text;
   }
@@ -1452,12 +1810,10 @@ export class BodyDecoder {
       // An untracked dict of a few str keys: its pairs are collected and the object is made
       // at the end by one literal of its key sequence (record payloads repeat a few).
       const f = this.pushFrame(F.DictRecord, at);
-      f.values = f.scratch ??= newArray(MAX_RECORD_KEYS);
-      if (f.keyScratch === null) {
-        f.keyScratch = new Array<string>(MAX_RECORD_KEYS).fill("");
-        f.keyPos = new Int32Array(MAX_RECORD_KEYS);
-        f.keyLen = new Int32Array(MAX_RECORD_KEYS);
-      }
+      if (f.scratch === null || f.scratch.length < n) f.scratch = newArray(Math.max(n, 8));
+      if (f.keyScratch === null || f.keyScratch.length < n) f.keyScratch = new Array<string>(Math.max(n, 8)).fill("");
+      f.values = f.scratch;
+      f.node = null;
       f.rowIndex = 0;
       f.remaining = n;
       f.count = n;
@@ -1743,6 +2099,36 @@ export class BodyDecoder {
       }
     }
     return PENDING;
+  }
+
+  /** An untracked OBJECT of a defined ATTRS shape of placeholders (fastTag checked it, and
+   * its shape number is the byte after the tag): the checks and charges of object(), then
+   * the values, with no frame. A plain record is made from them by its shape's factory; a
+   * placeholder holds them. */
+  private fastObject(shape: Shape, at: number): unknown {
+    const plain = this.options.placeholders === "plain";
+    const factory = !plain ? null : shape.factory !== undefined ? shape.factory : recordFactory(shape);
+    // No factory (a field named __proto__, too many fields): the machine's record frame.
+    if (plain && factory === null) return this.machineValue();
+    this.pos = at + 2;
+    this.enter(at);
+    const k = shape.fields!.length;
+    if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
+    this.charge(cost.object(k), at);
+    if (factory !== null) {
+      const depth = this.depth;
+      let values = this.recordValues[depth];
+      if (values === undefined || values.length < k) values = this.recordValues[depth] = newArray(Math.max(k, 8));
+      if (depth > this.recordDepth) this.recordDepth = depth;
+      for (let i = 0; i < k; i++) values[i] = this.fast();
+      this.depth--;
+      return factory(values, shape.info);
+    }
+    const values = newArray(k);
+    const instance = new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
+    for (let i = 0; i < k; i++) values[i] = this.fast();
+    this.depth--;
+    return instance;
   }
 
   /** The instance of a create-first or from-first-value shape, empty: a placeholder holds the

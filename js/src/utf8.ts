@@ -12,8 +12,13 @@ const utf8Slice = (globalThis as { Buffer?: { prototype: { utf8Slice?: (this: Ui
 /** Decodes strict UTF-8, or returns null when the bytes are not strict UTF-8. */
 export function decodeUtf8(buf: Uint8Array, start: number, end: number): string | null {
   if (utf8Slice !== undefined) {
-    // Node: check strictly here, then let the native slice make the string.
-    return isStrictUtf8(buf, start, end) ? utf8Slice.call(buf, start, end) : null;
+    // Node: the native slice makes the string, replacing every ill-formed sequence by at
+    // least one U+FFFD; valid input makes a U+FFFD only where it holds one. So a string
+    // without one was valid, and only one with one needs the strict check (in JS, a byte at
+    // a time: most of the time of a long str).
+    const s = utf8Slice.call(buf, start, end);
+    if (s.indexOf("\uFFFD") === -1) return s;
+    return isStrictUtf8(buf, start, end) ? s : null;
   }
   if (end - start > SHORT) {
     try {

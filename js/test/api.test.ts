@@ -5,12 +5,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   decode, decodeAsync, encode, encodeAsync, Tuple, FrozenSet, ByteArray, Float, Complex, Decimal, AmberDateTime,
-  DecodeError, DecodeLimitError, SignatureError, ClassNotAllowedError, EncodeError, Placeholder, StreamReader,
+  DecodeError, DecodeLimitError, trace, SignatureError, ClassNotAllowedError, EncodeError, Placeholder, StreamReader,
   StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate,
 } from "../src/index.js";
 import { hexBytes, toHex } from "./notation.js";
 import fc from "fast-check";
 import { hasLoneSurrogateByPattern } from "../src/utf8.js";
+import { decodeBody } from "../src/decode.js";
 
 const SECRET = new TextEncoder().encode("amber envelope test secret one!!");
 
@@ -344,4 +345,77 @@ test("lone surrogates are found without String.prototype.isWellFormed too (Node 
     }),
     { numRuns: 20_000 },
   );
+});
+
+test("record dicts: keys read through the key trie give what the stack machine gives", () => {
+  const both = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  const agree = (payload: Uint8Array) => {
+    for (const options of both) {
+      let value: unknown, error: DecodeError | null = null;
+      try {
+        value = decode(payload, options);
+      } catch (e) {
+        if (!(e instanceof DecodeError)) throw e;
+        error = e;
+      }
+      const t = trace(payload, options);
+      if (error !== null || t.error !== null) {
+        assert.equal(t.error?.kind, error?.kind);
+        assert.equal(t.error?.offset, error?.offset);
+      } else {
+        assert.deepStrictEqual(value, t.events[0].value);
+      }
+    }
+  };
+  const rec = { a: 1, b: "x".repeat(20), c: null };
+  // Keys that a literal cannot take, after records that taught the trie their prefix.
+  agree(encode([rec, rec, { a: 1, "0": 2 }, { a: 1, __proto__x: 2 }, rec]));
+  agree(encode([rec, rec, new Map<unknown, unknown>([["a", 1], [5, 2], ["c", 3]]), rec]));
+  agree(encode(JSON.parse('[{"a":1,"b":2},{"a":1,"__proto__":2},{"a":1,"b":2}]')));
+  // Runs of one sequence (read by its generated reader), then dicts of as many keys that
+  // differ at the first, a middle and the last key, and one cut short inside a key.
+  const run = Array.from({ length: 5 }, () => ({ ...rec }));
+  agree(encode([...run, { z: 1, b: 2, c: 3 }, { a: 1, z: 2, c: 3 }, { a: 1, b: 2, z: 3 }, { a: 1, b: 2, cc: 3 }, rec]));
+  const full = encode([...run, rec]);
+  for (let cut = full.length - 8; cut < full.length; cut++) {
+    agree(full.subarray(0, cut));
+    // The same body ending there inside a longer buffer (as in a stream): the bytes after
+    // its end must not complete a key.
+    for (const options of both) {
+      const alone = (() => { try { decode(full.subarray(0, cut), options); } catch (e) { return e as DecodeError; } })();
+      const inside = (() => { try { decodeBody(full, 3, cut, 3, options, 0, 1 << 30, 1 << 30); } catch (e) { return e as DecodeError; } })();
+      assert.ok(alone instanceof DecodeError && inside instanceof DecodeError);
+      assert.equal(inside.kind, alone.kind);
+      assert.equal(inside.offset, alone.offset);
+    }
+  }
+  // A duplicate key after a record of the same first key, written as short strs and as REFs.
+  agree(hexBytes("ab4101 5a 62 4161 01 4162 02 62 4161 03 4161 04"));
+  agree(hexBytes("ab4101 5a 62 c161 01 c162 02 62 9302 03 9302 04"));
+  const mapped = decode(hexBytes("ab4101 5a 62 4161 01 4162 02 62 4161 03 4162 04"), { dicts: "object" });
+  assert.deepEqual(mapped, [{ a: 1, b: 2 }, { a: 3, b: 4 }]);
+  // A REF key names an offset of its own payload: the same bytes in the next payload may
+  // name another str.
+  const first = hexBytes("ab4101 5a 62 c161 01 c162 02 62 9302 03 9305 04");
+  const second = hexBytes("ab4101 5a 62 c178 01 c162 02 62 9302 03 9305 04");
+  for (const options of both) {
+    decode(first, options);
+    decode(first, options);
+    const back = decode(second, options) as unknown[];
+    const keys = back.map((d) => (d instanceof Map ? [...d.keys()] : Object.keys(d as object)));
+    assert.deepEqual(keys, [["x", "b"], ["x", "b"]]);
+  }
+  // Class instances: placeholders and plain records, one with a field no literal can take,
+  // one shared (tracked), one deeper than the fast path goes.
+  const point = (x: unknown) => new Placeholder("geo", "Point", "ATTRS", ["x", "y"], [x, "y".repeat(14)]);
+  const odd = new Placeholder("geo", "Odd", "ATTRS", ["__proto__", "z"], [1, 2]);
+  const shared = point(3);
+  let deep: unknown = point(4);
+  for (let i = 0; i < 200; i++) deep = point(deep);
+  agree(encode([point(1), point(2.5), odd, odd, shared, shared, point(null), deep]));
+  // Many key sequences: the trie starts again when full, and values stay right.
+  const many = Array.from({ length: 30000 }, (_, i) => ({ [`k${i}`]: i, same: i }));
+  const back = decode(encode(many), { dicts: "object" }) as Record<string, number>[];
+  assert.equal(back.length, many.length);
+  back.forEach((o, i) => assert.deepEqual(Object.entries(o), [[`k${i}`, i], ["same", i]]));
 });

@@ -65,6 +65,8 @@ test("fuzz: random bodies after a valid header decode or fail with a DecodeError
 const recordSeeds = [
   hexBytes("ab4101 5b 62 c161 01 c162 02 62 9302 03 9305 04 62 9302 05 9305 06"),
   encode([{ a: 1, b: "x" }, { a: 2, b: "y" }, { b: 3, a: 4 }, { a: [{ a: 1 }, { a: 2 }], b: null }]),
+  // Runs of one key sequence, nested: read by generated readers once they are made.
+  encode(Array.from({ length: 6 }, (_, i) => ({ id: i, name: `n${i}`, tags: [{ k: "x", v: i }, { k: "y", v: -i }], "é": null }))),
 ];
 const mutatedRecords = fc
   .tuple(fc.constantFrom(...recordSeeds), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }))
@@ -150,6 +152,16 @@ test("fuzz: the strict UTF-8 check agrees with a fatal TextDecoder", () => {
   const td = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
   const bytes = fc.array(fc.oneof(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0x80, max: 0xf5 })), { maxLength: 12 }).map((a) => Uint8Array.from(a));
   fc.assert(fc.property(bytes, (b) => {
+    let want: string | null;
+    try { want = td.decode(b); } catch { want = null; }
+    assert.equal(decodeUtf8(b, 0, b.length), want);
+  }), share(0.05));
+  // Well-formed U+FFFD (EF BF BD) among ill-formed sequences, short and long: the native
+  // decoder's replacement character must not be taken for the input's, nor the other way.
+  const pieces = [[0x61], [0xc3, 0xa9], [0xef, 0xbf, 0xbd], [0xf0, 0x9f, 0x98, 0x80], [0xed, 0xa0, 0x80], [0xc0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80], [0x80], [0xff], [0xe2, 0x82], [0xef, 0xbf], [0xed, 0x9f, 0xbf]];
+  const mixed = fc.array(fc.constantFrom(...pieces), { maxLength: 40 }).map((ps) => Uint8Array.from(ps.flat()));
+  fc.assert(fc.property(mixed, (b) => {
     let want: string | null;
     try { want = td.decode(b); } catch { want = null; }
     assert.equal(decodeUtf8(b, 0, b.length), want);
