@@ -197,3 +197,101 @@ def test_a_custom_type_made_without_init_is_refused_on_every_path() -> None:
     data = amber.dumps(cls(1), types=[cls])
     with pytest.raises(AttributeError, match="has no attribute 'decode'"):
         amber.loads(data, custom=[empty])
+
+
+# A keyword call repeated with the very same option objects is remembered whole, `types=` and
+# `custom=` lists included (crates/amber-py/src/keyword_cache.rs): from its third repeat on,
+# a call skips the option checks, its lists compared item by item. The tests below repeat each
+# call past that point before they change a list, and use one call site for every call.
+_REPEATS = 4
+
+
+def test_a_remembered_keyword_call_sees_its_list_changed_in_place() -> None:
+    first, second = _dataclass("KwFirst"), _dataclass("KwSecond")
+    data_first, data_second = amber.dumps(first(1)), amber.dumps(second(2))
+    types: list[Any] = [first]
+
+    def load(data: bytes) -> Any:
+        return amber.loads(data, types=types, max_depth=40)
+
+    for _ in range(_REPEATS):
+        assert load(data_first) == first(1)
+    types[0] = second
+    assert load(data_second) == second(2)
+    with pytest.raises(amber.ClassNotAllowedError):
+        load(data_first)
+    types.append(first)
+    for _ in range(_REPEATS):
+        assert load(data_first) == first(1)
+    types.clear()
+    with pytest.raises(amber.ClassNotAllowedError):
+        load(data_second)
+
+
+def test_a_remembered_keyword_call_gets_the_class_of_its_own_list() -> None:
+    # Two classes with one name, each passed in a new list from one call site: the names
+    # remembered are the same, the class built is the one this call's list holds.
+    twins = [_dataclass("KwTwin"), _dataclass("KwTwin")]
+    data = amber.dumps(twins[0](7))
+    for _ in range(3):
+        for cls in twins:
+            for _ in range(_REPEATS):
+                assert type(amber.loads(data, types=[cls])) is cls
+                assert amber.dumps(cls(7), types=(cls,)) == data
+
+
+def test_a_remembered_encode_refuses_a_class_its_list_no_longer_holds() -> None:
+    kept, dropped = _dataclass("KwKept"), _dataclass("KwDropped")
+    types: list[Any] = [kept, dropped]
+    for _ in range(_REPEATS):
+        amber.dumps([kept(1), dropped(2)], types=types)
+    types.remove(dropped)
+    with pytest.raises(amber.EncodeError, match="not in types"):
+        amber.dumps([kept(1), dropped(2)], types=types)
+
+
+def test_a_remembered_custom_list_uses_the_functions_of_its_current_items() -> None:
+    cls = _dataclass("KwCustom")
+    custom = [amber.CustomType(cls, lambda o: o.a, lambda s: cls(s))]
+    for _ in range(_REPEATS):
+        data = amber.dumps(cls(3), custom=custom)
+        assert amber.loads(data, custom=custom) == cls(3)
+    custom[0] = amber.CustomType(cls, lambda o: o.a * 10, lambda s: cls(s + 1))
+    data = amber.dumps(cls(3), custom=custom)
+    raw = [amber.CustomType(cls, lambda o: 0, lambda s: ("raw", s))]
+    assert amber.loads(data, custom=raw) == ("raw", 30)
+    assert amber.loads(data, custom=custom) == cls(31)
+    custom.clear()
+    assert amber.dumps(cls(3), custom=custom) == amber.dumps(cls(3))
+
+
+def test_a_remembered_call_with_aliases_sees_a_renamed_alias() -> None:
+    # Alias tuples take no weak reference: such calls are checked every time.
+    cls = _dataclass("KwAliased")
+    data = amber.dumps(cls(2))
+    allowed: list[Any] = [(f"{cls.__module__}:KwAliased", cls)]
+    for _ in range(_REPEATS):
+        assert amber.loads(data, types=allowed) == cls(2)
+    allowed[0] = (f"{cls.__module__}:KwRenamed", cls)
+    with pytest.raises(amber.ClassNotAllowedError):
+        amber.loads(data, types=allowed)
+
+
+def test_remembered_keyword_calls_hold_no_class_or_function_alive() -> None:
+    cls, custom_cls = _dataclass("KwForgotten"), _dataclass("KwForgottenCustom")
+
+    def encode(obj: Any) -> Any:
+        return obj.a
+
+    def decode(state: Any) -> Any:
+        return ("decoded", state)
+
+    custom = amber.CustomType(custom_cls, encode, decode)
+    data = amber.dumps([cls(1), custom_cls(2)], custom=[custom])
+    for _ in range(_REPEATS):
+        assert amber.loads(data, types=[cls], custom=[custom]) == [cls(1), ("decoded", 2)]
+        assert amber.dumps([cls(1), custom_cls(2)], custom=[custom], types=[cls]) == data
+    refs = [weakref.ref(o) for o in (cls, custom_cls, encode, decode, custom)]
+    del cls, custom_cls, encode, decode, custom
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * 5

@@ -25,7 +25,46 @@ impl EncodeConfig {
     }
 }
 
+impl EncodeConfig {
+    /// `dumps(obj)` with these options but `custom` for their custom encode functions: the
+    /// keyword cache's options hold none (they would keep classes alive), and each call
+    /// takes its own from its `custom=` list.
+    pub fn dumps_custom(
+        &self,
+        py: Python<'_>,
+        obj: &Bound<'_, PyAny>,
+        custom: Option<&std::sync::Arc<crate::registry::CustomEncoders>>,
+    ) -> PyResult<Py<PyBytes>> {
+        dumps_with(
+            py,
+            obj,
+            self.options,
+            (custom, self.allowed.as_ref()),
+            self.buffer_callback.as_ref(),
+            &self.seal,
+        )
+    }
+}
+
 impl DecodeConfig {
+    /// `loads(data, buffers=buffers)` with these options but `allowed` for their classes:
+    /// the keyword cache's options hold the names alone (the objects would keep classes
+    /// alive), and each call takes the objects from its own `types=` and `custom=`.
+    pub fn loads_allowing(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        buffers: Option<&Bound<'_, PyAny>>,
+        allowed: crate::registry::Allowed,
+    ) -> PyResult<Py<PyAny>> {
+        let classes = decode::ClassOptions {
+            allowed,
+            unknown_error: self.classes.unknown_error,
+            placeholders: self.classes.placeholders,
+        };
+        loads_with(py, data, &self.limits, &self.envelope, &classes, buffers)
+    }
+
     /// `loads(data, buffers=buffers)` with these options.
     pub fn loads(
         &self,

@@ -36,6 +36,7 @@ use crate::options::{DecodeConfig, EncodeConfig};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCFunction};
 use pyo3_ffi as ffi;
+use std::sync::Arc;
 
 /// The full pyo3 functions, to which every other call goes.
 static DUMPS_FULL: pyo3::sync::PyOnceLock<Py<PyCFunction>> = pyo3::sync::PyOnceLock::new();
@@ -132,9 +133,15 @@ pub const DUMPS_KEYWORDS: [&CStr; 12] = [
 /// Where `key` is among [`DUMPS_KEYWORDS`]: signing keys are never remembered by the
 /// keyword cache.
 const DUMPS_KEY: usize = keyword_index(&DUMPS_KEYWORDS, c"key");
+/// Where the allow-lists are among [`DUMPS_KEYWORDS`]: the keyword cache compares their items.
+const DUMPS_TYPES: usize = keyword_index(&DUMPS_KEYWORDS, c"types");
+const DUMPS_CUSTOM: usize = keyword_index(&DUMPS_KEYWORDS, c"custom");
 /// Where `key` and `buffers` (one call's own) are among [`LOADS_KEYWORDS`].
 const LOADS_KEY: usize = keyword_index(&LOADS_KEYWORDS, c"key");
 const LOADS_BUFFERS: usize = keyword_index(&LOADS_KEYWORDS, c"buffers");
+/// Where the allow-lists are among [`LOADS_KEYWORDS`].
+const LOADS_TYPES: usize = keyword_index(&LOADS_KEYWORDS, c"types");
+const LOADS_CUSTOM: usize = keyword_index(&LOADS_KEYWORDS, c"custom");
 
 /// The index of `name` in `names`, found when compiling.
 const fn keyword_index<const N: usize>(names: &[&CStr; N], name: &CStr) -> usize {
@@ -239,11 +246,29 @@ unsafe fn dumps_with_keywords(
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 12]> = pyo3::sync::PyOnceLock::new();
     static CACHE: KeywordCache<EncodeConfig> = KeywordCache::new();
     let names = interned(py, &NAMES, &DUMPS_KEYWORDS);
+    let custom_name = names[DUMPS_CUSTOM].as_ptr();
     // SAFETY: the caller's promise; the keywords are borrowed for this call only.
-    let keywords = unsafe { Keywords::of(kwnames, values) }
-        .filter(|k| k.cacheable(&[names[DUMPS_KEY].as_ptr()]));
-    if let Some(config) = keywords.and_then(|k| CACHE.find(k)) {
-        return Some(config.dumps(py, obj));
+    let keywords = unsafe { Keywords::of(kwnames, values) }.filter(|k| {
+        k.cacheable(
+            &[names[DUMPS_KEY].as_ptr()],
+            &[names[DUMPS_TYPES].as_ptr(), custom_name],
+        )
+    });
+    if let Some((keywords, config)) = keywords.and_then(|k| Some((k, CACHE.find(k)?))) {
+        // The remembered options have no custom encode functions: they come from this
+        // call's own list.
+        // SAFETY: a value of the call, borrowed for the call.
+        let custom = keywords
+            .value_of(custom_name)
+            .map(|v| unsafe { Borrowed::from_ptr(py, v) })
+            .filter(|v| !v.is_none());
+        let Some(custom) = custom else {
+            return Some(config.dumps(py, obj));
+        };
+        return Some(
+            crate::registry::encoders(py, &custom)
+                .and_then(|table| config.dumps_custom(py, obj, table.map(Arc::new).as_ref())),
+        );
     }
     // SAFETY: the caller's promise.
     let [refs, max_depth, types, custom, buffer_callback, key, timestamp, compress, level, canonical, sort_keys, clock] =
@@ -263,16 +288,18 @@ unsafe fn dumps_with_keywords(
         flag(sort_keys, false)?,
         clock.as_deref(),
     );
-    let config = match config {
+    let mut config = match config {
         Ok(config) => config,
         Err(err) => return Some(Err(err)),
     };
-    let Some(keywords) = keywords else {
+    let Some(keywords) = keywords.filter(|k| CACHE.repeated(*k)) else {
         return Some(config.dumps(py, obj));
     };
-    Some(match CACHE.missed(py, keywords, config) {
-        Ok(shared) => shared.dumps(py, obj),
-        Err(config) => config.dumps(py, obj),
+    // Remembered without the custom encode functions (see `dumps_custom`).
+    let custom = config.custom.take();
+    Some(match CACHE.remember(py, keywords, config) {
+        Ok(shared) => shared.dumps_custom(py, obj, custom.as_ref()),
+        Err(config) => config.dumps_custom(py, obj, custom.as_ref()),
     })
 }
 
@@ -289,11 +316,35 @@ unsafe fn loads_with_keywords(
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 11]> = pyo3::sync::PyOnceLock::new();
     static CACHE: KeywordCache<DecodeConfig> = KeywordCache::new();
     let names = interned(py, &NAMES, &LOADS_KEYWORDS);
+    let (types_name, custom_name) = (names[LOADS_TYPES].as_ptr(), names[LOADS_CUSTOM].as_ptr());
     // SAFETY: the caller's promise; the keywords are borrowed for this call only.
-    let keywords = unsafe { Keywords::of(kwnames, values) }
-        .filter(|k| k.cacheable(&[names[LOADS_KEY].as_ptr(), names[LOADS_BUFFERS].as_ptr()]));
-    if let Some(config) = keywords.and_then(|k| CACHE.find(k)) {
-        return Some(config.loads(py, data, None));
+    let keywords = unsafe { Keywords::of(kwnames, values) }.filter(|k| {
+        k.cacheable(
+            &[names[LOADS_KEY].as_ptr(), names[LOADS_BUFFERS].as_ptr()],
+            &[types_name, custom_name],
+        )
+    });
+    if let Some((keywords, config)) = keywords.and_then(|k| Some((k, CACHE.find(k)?))) {
+        if !config.classes.allowed.holds_objects() {
+            return Some(config.loads(py, data, None));
+        }
+        // The remembered options name the allowed classes; the classes themselves come from
+        // this call's own lists, which hold the same objects (the cache compared them).
+        // SAFETY: values of the call, borrowed for the call.
+        let value = |name| {
+            keywords
+                .value_of(name)
+                .map(|v| unsafe { Borrowed::from_ptr(py, v) })
+        };
+        let (types, custom) = (value(types_name), value(custom_name));
+        if let Some(allowed) =
+            config
+                .classes
+                .allowed
+                .taken_from(py, types.as_deref(), custom.as_deref())
+        {
+            return Some(config.loads_allowing(py, data, None, allowed));
+        }
     }
     // SAFETY: the caller's promise.
     let [max_depth, max_alloc, types, custom, unknown_fields, placeholders, buffers, key, max_age, max_decompressed, clock] =
@@ -327,17 +378,27 @@ unsafe fn loads_with_keywords(
         max_decompressed.as_deref(),
         clock.as_deref(),
     );
-    let config = match config {
+    let mut config = match config {
         Ok(config) => config,
         Err(err) => return Some(Err(err)),
     };
     let buffers = buffers.as_deref();
-    let Some(keywords) = keywords else {
+    let Some(keywords) = keywords.filter(|k| CACHE.repeated(*k)) else {
         return Some(config.loads(py, data, buffers));
     };
-    Some(match CACHE.missed(py, keywords, config) {
-        Ok(shared) => shared.loads(py, data, buffers),
-        Err(config) => config.loads(py, data, buffers),
+    // Remembered with the allowed names alone (see `loads_allowing`).
+    let Some(objects) = config.classes.allowed.detach() else {
+        return Some(config.loads(py, data, buffers));
+    };
+    Some(match CACHE.remember(py, keywords, config) {
+        Ok(shared) => {
+            let allowed = shared.classes.allowed.with(objects);
+            shared.loads_allowing(py, data, buffers, allowed)
+        }
+        Err(config) => {
+            let allowed = config.classes.allowed.with(objects);
+            config.loads_allowing(py, data, buffers, allowed)
+        }
     })
 }
 

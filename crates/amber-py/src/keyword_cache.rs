@@ -4,32 +4,43 @@
 //! Why: `loads(b, max_depth=50)` matched its keywords and checked every option anew on each
 //! call, about 350 instructions (the option structs built and dropped, the int read, the
 //! defaults filled in): a twentieth of decoding a job message, a tenth of a smaller one.
-//! Services pass the same options on every call, as literals at a call site or as a dict
-//! unpacked with `**`, so the names and the value objects are the same ones call after call.
+//! `loads(b, types=TYPES)` cost twice that, the allow-list being looked up in the registry's
+//! cache and its names shared anew. Services pass the same options on every call, as
+//! literals at a call site or as a dict unpacked with `**`, so the names and the value
+//! objects are the same ones call after call.
 //!
 //! What is compared: the keyword names and values, by identity. CPython hands over interned
 //! names (a call site's constant tuple, or a new tuple of the same interned strs for
-//! `**options`), so the names are compared one by one, not the tuple. A call is remembered
-//! only if each value is an object of an immutable exact type (None, bool, int, float, str,
+//! `**options`), so the names are compared one by one, not the tuple. A value is compared
+//! by identity if it is an object of an immutable exact type (None, bool, int, float, str,
 //! bytes): it cannot change, and the entry holds a reference to it, so no other object takes
-//! its address while the entry stands. Options that name objects amber keeps using (`types`,
-//! `custom`, callbacks, clocks) are of other types and never remembered, and neither are
-//! `key` (signing keys are not kept beyond the caller's own references) and `buffers` (they
-//! belong to one call).
+//! its address while the entry stands. The allow-lists (`types`, `custom`, named by the
+//! caller as "listed") are compared item by item when given as an exact list or tuple: a
+//! list literal is a new object on each call, and a module's list may be changed in place
+//! between calls. Their items are held weakly, as the registry's cache holds them, because
+//! classes made at run time must be able to die; the entry's options hold no object taken
+//! from them either, and the caller takes those objects from the call's own list on each
+//! hit. Other values (callbacks, clocks) are never remembered, and neither are `key`
+//! (signing keys are not kept beyond the caller's own references) and `buffers` (they belong
+//! to one call).
 //!
 //! When: on the second miss in a row with the same names and values (by a fingerprint of
-//! their addresses), so that calls whose values change every time (`max_alloc=len(b) * 8`)
-//! never fill the cache, and cost only the fingerprint.
+//! their addresses, a list's by its items), so that calls whose values change every time
+//! (`max_alloc=len(b) * 8`) never fill the cache, and cost only the fingerprint.
 
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
 
+use crate::weak_class::{refers_to, weak};
+
 /// Calls remembered per function.
 const ENTRIES: usize = 4;
 /// The most keywords a remembered call has (every option given at once is at most 12).
 const MAX_KEYWORDS: usize = 16;
+/// The most items of a listed option's list or tuple that a remembered call compares.
+const MAX_ITEMS: usize = 16;
 
 /// The keyword calls of one function (`dumps` or `loads`) remembered with their options `C`.
 pub struct KeywordCache<C> {
@@ -41,12 +52,23 @@ struct State<C> {
     entries: Vec<Entry<C>>,
     /// The fingerprint of the last call that missed.
     last_miss: u64,
+    /// The fingerprint of the last call that could not be remembered (an item without weak
+    /// reference support), so that its repeats do not try again.
+    refused: u64,
 }
 
 struct Entry<C> {
     names: Box<[Py<PyAny>]>,
-    values: Box<[Py<PyAny>]>,
+    values: Box<[Value]>,
     config: Arc<C>,
+}
+
+/// One value of a remembered call.
+enum Value {
+    /// An immutable object, compared by identity and held.
+    Same(Py<PyAny>),
+    /// A listed option's list or tuple: weak references to its items, compared in order.
+    Items(Box<[Py<PyAny>]>),
 }
 
 /// The keywords of one call as CPython passed them: names and values, borrowed.
@@ -82,19 +104,40 @@ impl<'a> Keywords<'a> {
         }
     }
 
-    /// Whether the call may be remembered: every value of an immutable exact type, and no
-    /// keyword among `refused` (names, as the interned objects CPython passes).
-    pub fn cacheable(&self, refused: &[*mut ffi::PyObject]) -> bool {
-        self.values.iter().all(|&v| immutable(v)) && !self.names.iter().any(|n| refused.contains(n))
+    /// Whether the call may be remembered: no keyword among `refused`, and every value of an
+    /// immutable exact type, or for a keyword among `listed` an exact list or tuple of at
+    /// most [`MAX_ITEMS`] items (names, as the interned objects CPython passes).
+    pub fn cacheable(&self, refused: &[*mut ffi::PyObject], listed: &[*mut ffi::PyObject]) -> bool {
+        self.names.iter().zip(self.values).all(|(name, &value)| {
+            !refused.contains(name)
+                && (immutable(value)
+                    || (listed.contains(name)
+                        && Items::of(value).is_some_and(|i| i.len <= MAX_ITEMS)))
+        })
+    }
+
+    /// The value given for the keyword `name` (an interned name of the caller's table).
+    pub fn value_of(&self, name: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+        let at = self.names.iter().position(|&n| n == name)?;
+        Some(self.values[at])
     }
 
     fn fingerprint(&self) -> u64 {
-        self.names
+        let mix =
+            |h: u64, p: usize| (h.rotate_left(5) ^ p as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut h = self
+            .names
             .iter()
-            .chain(self.values)
-            .fold(self.names.len() as u64, |h, &p| {
-                (h.rotate_left(5) ^ p as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            })
+            .fold(self.names.len() as u64, |h, &p| mix(h, p as usize));
+        for &value in self.values {
+            h = match Items::of(value) {
+                Some(items) => {
+                    (0..items.len).fold(mix(h, items.len), |h, i| mix(h, items.get(i) as usize))
+                }
+                None => mix(h, value as usize),
+            };
+        }
+        h
     }
 
     fn matches<C>(&self, entry: &Entry<C>) -> bool {
@@ -108,7 +151,62 @@ impl<'a> Keywords<'a> {
                 .values
                 .iter()
                 .zip(self.values)
-                .all(|(a, &b)| a.as_ptr() == b)
+                .all(|(held, &value)| match held {
+                    Value::Same(object) => object.as_ptr() == value,
+                    Value::Items(weak) => Items::of(value).is_some_and(|items| {
+                        items.len == weak.len()
+                            && weak
+                                .iter()
+                                .enumerate()
+                                .all(|(i, weak)| refers_to(weak, items.get(i)))
+                    }),
+                })
+    }
+}
+
+/// An exact list or tuple value, read by index.
+#[derive(Clone, Copy)]
+struct Items {
+    object: *mut ffi::PyObject,
+    is_list: bool,
+    len: usize,
+}
+
+impl Items {
+    fn of(value: *mut ffi::PyObject) -> Option<Items> {
+        // SAFETY: exact type checks and sizes of a live object.
+        unsafe {
+            if ffi::PyList_CheckExact(value) != 0 {
+                let len = ffi::PyList_GET_SIZE(value) as usize;
+                Some(Items {
+                    object: value,
+                    is_list: true,
+                    len,
+                })
+            } else if ffi::PyTuple_CheckExact(value) != 0 {
+                let len = ffi::PyTuple_GET_SIZE(value) as usize;
+                Some(Items {
+                    object: value,
+                    is_list: false,
+                    len,
+                })
+            } else {
+                None
+            }
+        }
+    }
+
+    /// Item `i < len`, borrowed. Nothing runs between reading the size and the items (no
+    /// Python code is called while a call is matched), so the size still holds.
+    fn get(&self, i: usize) -> *mut ffi::PyObject {
+        // SAFETY: i is below the size read from this live list or tuple.
+        unsafe {
+            if self.is_list {
+                ffi::PyList_GET_ITEM(self.object, i as ffi::Py_ssize_t)
+            } else {
+                ffi::PyTuple_GET_ITEM(self.object, i as ffi::Py_ssize_t)
+            }
+        }
     }
 }
 
@@ -131,6 +229,7 @@ impl<C> KeywordCache<C> {
             state: Mutex::new(State {
                 entries: Vec::new(),
                 last_miss: 0,
+                refused: 0,
             }),
         }
     }
@@ -143,33 +242,56 @@ impl<C> KeywordCache<C> {
         Some(Arc::clone(&state.entries[0].config))
     }
 
-    /// After a miss of a [`Keywords::cacheable`] call whose options checked out as
-    /// `config`: remembers them if the last miss had these very names and values, and then
-    /// gives them back shared (`Ok`); otherwise gives them back as they are.
-    pub fn missed(&self, py: Python<'_>, keywords: Keywords<'_>, config: C) -> Result<Arc<C>, C> {
+    /// Whether a miss of a [`Keywords::cacheable`] call repeats the last miss, with the very
+    /// same names and values: the call to [`remember`](Self::remember).
+    pub fn repeated(&self, keywords: Keywords<'_>) -> bool {
         let fingerprint = keywords.fingerprint();
-        let repeated = match self.state.lock() {
-            Ok(mut state) => std::mem::replace(&mut state.last_miss, fingerprint) == fingerprint,
+        match self.state.lock() {
+            Ok(mut state) => {
+                std::mem::replace(&mut state.last_miss, fingerprint) == fingerprint
+                    && state.refused != fingerprint
+            }
             Err(_) => false,
-        };
-        if !repeated {
-            return Err(config);
         }
-        let config = Arc::new(config);
-        // SAFETY: live borrowed names and values of the call; each Py takes its own reference.
-        let hold = |objects: &[*mut ffi::PyObject]| -> Box<[Py<PyAny>]> {
-            objects
-                .iter()
-                .map(|&o| unsafe { Bound::from_borrowed_ptr(py, o) }.unbind())
-                .collect()
+    }
+
+    /// Remembers `config` for `keywords`, and gives it back shared (`Ok`); or gives it back
+    /// as it is when an item of a listed option takes no weak reference (`Err`). `config`
+    /// must hold no object taken from a listed option's items.
+    pub fn remember(&self, py: Python<'_>, keywords: Keywords<'_>, config: C) -> Result<Arc<C>, C> {
+        let values = keywords
+            .values
+            .iter()
+            .map(|&value| match Items::of(value) {
+                Some(items) => (0..items.len)
+                    .map(|i| weak(py, items.get(i)))
+                    .collect::<Option<Box<[_]>>>()
+                    .map(Value::Items),
+                // SAFETY: a live borrowed value of the call; the Py takes its own reference.
+                None => Some(Value::Same(
+                    unsafe { Bound::from_borrowed_ptr(py, value) }.unbind(),
+                )),
+            })
+            .collect::<Option<Box<[Value]>>>();
+        let Some(values) = values else {
+            if let Ok(mut state) = self.state.lock() {
+                state.refused = keywords.fingerprint();
+            }
+            return Err(config);
         };
+        let config = Arc::new(config);
         let entry = Entry {
-            names: hold(keywords.names),
-            values: hold(keywords.values),
+            // SAFETY: live borrowed names of the call; each Py takes its own reference.
+            names: keywords
+                .names
+                .iter()
+                .map(|&name| unsafe { Bound::from_borrowed_ptr(py, name) }.unbind())
+                .collect(),
+            values,
             config: Arc::clone(&config),
         };
-        // Dropped after the lock is released: releasing an option object runs no code, but
-        // nothing here needs to rely on that.
+        // Dropped after the lock is released: releasing an option object or a weak reference
+        // runs no code, but nothing here needs to rely on that.
         let mut forgotten = Vec::new();
         if let Ok(mut state) = self.state.lock() {
             state.entries.insert(0, entry);

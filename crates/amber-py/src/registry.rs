@@ -30,7 +30,7 @@ use rustc_hash::FxHashMap;
 
 use crate::callbacks::Callback;
 use crate::custom_type;
-use crate::weak_class::refers_to;
+use crate::weak_class::{refers_to, weak};
 
 /// How many lists are remembered; services use one or a few.
 const CACHE_ENTRIES: usize = 8;
@@ -78,7 +78,7 @@ const HELD_INLINE: usize = 4;
 /// The objects of one call, in the order its [`Names`] index them. A call allows one class
 /// or a few: those are kept inline, so that a call whose list is remembered allocates
 /// nothing (the allocation and its release cost a tenth of `loads(b, types=T)`'s overhead).
-enum Held {
+pub enum Held {
     Inline([Option<Py<PyAny>>; HELD_INLINE]),
     Heap(Box<[Py<PyAny>]>),
 }
@@ -130,6 +130,52 @@ impl Allowed {
     /// The names alone, for an encoder's check (it builds nothing).
     pub fn names(&self) -> &Arc<Names> {
         &self.names
+    }
+
+    /// Whether these allow any class or function: a call's objects are needed.
+    pub fn holds_objects(&self) -> bool {
+        !self.names.sources.is_empty()
+    }
+
+    /// Takes the call's objects out, leaving the names: what the keyword cache keeps, which
+    /// must not keep a class alive. None when the names do not say where each object came
+    /// from (a mapping, or an object `registry` did not take from the lists), so that
+    /// [`taken_from`](Self::taken_from) could not find them again.
+    pub fn detach(&mut self) -> Option<Held> {
+        let count = match &self.objects {
+            Held::Inline(inline) => inline.iter().flatten().count(),
+            Held::Heap(heap) => heap.len(),
+        };
+        (count == self.names.sources.len()).then(|| {
+            std::mem::replace(
+                &mut self.objects,
+                Held::Inline([const { None }; HELD_INLINE]),
+            )
+        })
+    }
+
+    /// These names with `objects` (from [`detach`](Self::detach)) again.
+    pub fn with(&self, objects: Held) -> Allowed {
+        Allowed {
+            names: Arc::clone(&self.names),
+            objects,
+        }
+    }
+
+    /// These names with their objects taken from a call's `types` and `custom`, which hold
+    /// the very objects these names were made from (the keyword cache compared them); None
+    /// if one cannot be read.
+    pub fn taken_from(
+        &self,
+        py: Python<'_>,
+        types: Option<&Bound<'_, PyAny>>,
+        custom: Option<&Bound<'_, PyAny>>,
+    ) -> Option<Allowed> {
+        let key = CallKey::of(
+            types.filter(|t| !t.is_none()),
+            custom.filter(|c| !c.is_none()),
+        )?;
+        Some(self.with(key.objects(py, &self.names)?))
     }
 }
 
@@ -547,20 +593,6 @@ impl CallKey {
             .map(|i| weak(py, self.custom.get(i)?))
             .collect::<Option<Box<[Py<PyAny>]>>>()?;
         Some((types, custom))
-    }
-}
-
-/// A weak reference to `object`, or None if it takes none.
-fn weak(py: Python<'_>, object: *mut ffi::PyObject) -> Option<Py<PyAny>> {
-    // SAFETY: object is live; the call returns a new reference, or NULL with a TypeError for
-    // an object without weak reference support, which is cleared: it is simply not cached.
-    unsafe {
-        let weak = ffi::PyWeakref_NewRef(object, std::ptr::null_mut());
-        if weak.is_null() {
-            ffi::PyErr_Clear();
-            return None;
-        }
-        Some(Bound::from_owned_ptr(py, weak).unbind())
     }
 }
 

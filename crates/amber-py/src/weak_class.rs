@@ -59,3 +59,18 @@ pub fn refers_to(weak: &Py<PyAny>, class: *mut ffi::PyObject) -> bool {
     }
     same
 }
+
+/// A weak reference to `object`, or None if it takes none: what a cache keeps of a class or
+/// function it must not keep alive. An object without weak reference support raises a
+/// TypeError, which is cleared: such an object is simply not cached.
+pub fn weak(py: Python<'_>, object: *mut ffi::PyObject) -> Option<Py<PyAny>> {
+    // SAFETY: object is live; the call returns a new reference, or NULL with an error set.
+    unsafe {
+        let weak = ffi::PyWeakref_NewRef(object, std::ptr::null_mut());
+        if weak.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(Bound::from_owned_ptr(py, weak).unbind())
+    }
+}
