@@ -18,7 +18,7 @@ impl EncodeConfig {
             py,
             obj,
             self.options,
-            (self.custom.as_ref(), self.allowed.as_ref()),
+            (self.custom.as_deref(), self.allowed.as_deref()),
             self.buffer_callback.as_ref(),
             &self.seal,
         )
@@ -33,13 +33,13 @@ impl EncodeConfig {
         &self,
         py: Python<'_>,
         obj: &Bound<'_, PyAny>,
-        custom: Option<&std::sync::Arc<crate::registry::CustomEncoders>>,
+        custom: Option<&crate::registry::CustomEncoders>,
     ) -> PyResult<Py<PyBytes>> {
         dumps_with(
             py,
             obj,
             self.options,
-            (custom, self.allowed.as_ref()),
+            (custom, self.allowed.as_deref()),
             self.buffer_callback.as_ref(),
             &self.seal,
         )
@@ -90,19 +90,16 @@ pub(crate) fn dumps_with(
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
     (custom, allowed): (
-        Option<&std::sync::Arc<crate::registry::CustomEncoders>>,
-        Option<&std::sync::Arc<crate::registry::Names>>,
+        Option<&crate::registry::CustomEncoders>,
+        Option<&crate::registry::Names>,
     ),
     buffer_callback: Option<&Py<PyAny>>,
     seal: &SealConfig,
 ) -> PyResult<Py<PyBytes>> {
-    let classes = encode::ClassTables {
-        custom: custom.cloned(),
-        allowed: allowed.cloned(),
-    };
+    let classes = encode::ClassTables { custom, allowed };
     let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());
     // Kept for a second walk should the callback fail (see `buffer_callback_error`).
-    let retry_classes = buffer_callback.map(|_| classes.clone());
+    let retry_classes = buffer_callback.map(|_| classes);
     let bytes = encode::encode(py, obj.as_ptr(), options, classes, oob.as_mut())
         .map_err(|fail| encode_error(py, fail))?;
     // SAFETY: encode returns a bytes object.
@@ -159,7 +156,7 @@ fn buffer_callback_error(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     options: encode::Options,
-    classes: encode::ClassTables,
+    classes: encode::ClassTables<'_>,
     at: OutOfBandFailure,
     err: PyErr,
 ) -> PyErr {

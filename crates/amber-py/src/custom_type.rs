@@ -64,6 +64,38 @@ pub fn field(obj: *mut ffi::PyObject, field: Field) -> Option<*mut ffi::PyObject
     (!value.is_null()).then_some(value)
 }
 
+/// The `cls` and `encode` fields of `obj`, borrowed, if `obj` is exactly a `CustomType`
+/// (`class` is [`class`]'s result, not NULL) and both are set: what an encode table takes of
+/// each entry, read with one type check.
+#[cfg(amber_known_layouts)]
+pub fn cls_and_encode(
+    obj: *mut ffi::PyObject,
+    class: *mut ffi::PyObject,
+) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+    if !is_custom_type(obj, class) {
+        return None;
+    }
+    let [cls, encode, _] = offsets(class)?;
+    // SAFETY: as in `field`: object slots of exactly the class the offsets were read from.
+    let (cls, encode) = unsafe {
+        let base = obj.cast::<u8>();
+        (
+            *base.offset(cls).cast::<*mut ffi::PyObject>(),
+            *base.offset(encode).cast::<*mut ffi::PyObject>(),
+        )
+    };
+    (!cls.is_null() && !encode.is_null()).then_some((cls, encode))
+}
+
+/// See the module notes: without known layouts, every caller uses `getattr`.
+#[cfg(not(amber_known_layouts))]
+pub fn cls_and_encode(
+    _obj: *mut ffi::PyObject,
+    _class: *mut ffi::PyObject,
+) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+    None
+}
+
 /// See the module notes: without known layouts, every caller uses `getattr`.
 #[cfg(not(amber_known_layouts))]
 pub fn field(_obj: *mut ffi::PyObject, _field: Field) -> Option<*mut ffi::PyObject> {

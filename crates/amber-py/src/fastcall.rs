@@ -36,7 +36,6 @@ use crate::options::{DecodeConfig, EncodeConfig};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCFunction};
 use pyo3_ffi as ffi;
-use std::sync::Arc;
 
 /// The full pyo3 functions, to which every other call goes.
 static DUMPS_FULL: pyo3::sync::PyOnceLock<Py<PyCFunction>> = pyo3::sync::PyOnceLock::new();
@@ -267,7 +266,7 @@ unsafe fn dumps_with_keywords(
         };
         return Some(
             crate::registry::encoders(py, &custom)
-                .and_then(|table| config.dumps_custom(py, obj, table.map(Arc::new).as_ref())),
+                .and_then(|table| config.dumps_custom(py, obj, table.as_ref())),
         );
     }
     // SAFETY: the caller's promise.
@@ -298,8 +297,8 @@ unsafe fn dumps_with_keywords(
     // Remembered without the custom encode functions (see `dumps_custom`).
     let custom = config.custom.take();
     Some(match CACHE.remember(py, keywords, config) {
-        Ok(shared) => shared.dumps_custom(py, obj, custom.as_ref()),
-        Err(config) => config.dumps_custom(py, obj, custom.as_ref()),
+        Ok(shared) => shared.dumps_custom(py, obj, custom.as_deref()),
+        Err(config) => config.dumps_custom(py, obj, custom.as_deref()),
     })
 }
 

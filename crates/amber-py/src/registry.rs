@@ -357,6 +357,16 @@ pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Cu
             // Reading a field may run code (a getattr fallback) that changes the list:
             // `seq.get` stops at its current end.
             let pairs = (0..seq.len).map_while(|i| seq.get(i)).map(|item| {
+                if let Some((cls, encode)) = custom_type::cls_and_encode(item, custom_type) {
+                    // SAFETY: live objects the item's slots hold; each Py takes its own
+                    // reference.
+                    return Ok(unsafe {
+                        (
+                            Bound::from_borrowed_ptr(py, cls).unbind(),
+                            Bound::from_borrowed_ptr(py, encode).unbind(),
+                        )
+                    });
+                }
                 Ok((
                     custom_field(py, item, custom_type::Field::Cls)?,
                     custom_field(py, item, custom_type::Field::Encode)?,

@@ -94,9 +94,7 @@ impl PyEncoder<'_> {
             ..self.options
         };
         let bytes =
-            encode(self.py, obj, options, self.classes.clone(), None).map_err(|fail| match fail
-                .kind
-            {
+            encode(self.py, obj, options, self.classes, None).map_err(|fail| match fail.kind {
                 FailKind::TooDeep(_) => {
                     let mut fail = fail;
                     fail.kind = FailKind::TooDeep(max_depth);

@@ -29,11 +29,13 @@ use crate::object::{PyObj, Types};
 
 /// The caller's class tables of one encode: `custom=` encode functions by exact type, and
 /// the names `types=` allows (`crate::registry`), which refuse every shape a decoder given
-/// the same list would refuse.
-#[derive(Clone, Default)]
-pub struct ClassTables {
-    pub custom: Option<std::sync::Arc<crate::registry::CustomEncoders>>,
-    pub allowed: Option<std::sync::Arc<crate::registry::Names>>,
+/// the same list would refuse. Borrowed from the caller, who holds them for the whole encode:
+/// a `dumps` whose options are remembered builds its custom table on its own stack, and
+/// sharing it would cost an allocation per call.
+#[derive(Clone, Copy, Default)]
+pub struct ClassTables<'a> {
+    pub custom: Option<&'a crate::registry::CustomEncoders>,
+    pub allowed: Option<&'a crate::registry::Names>,
 }
 
 /// Encoder options, validated by the caller.
@@ -66,7 +68,7 @@ pub struct PyEncoder<'py> {
     /// Objects made during the encode (states, temporary lists), alive until it ends.
     temporaries: Vec<PyObj>,
     /// The caller's custom encode functions and allow-list.
-    classes: ClassTables,
+    classes: ClassTables<'py>,
     /// The class plan used last, by type: instances of one class tend to come in runs.
     last_plan: Option<(usize, std::sync::Arc<classes::ClassPlan>)>,
     /// Plans of the caller's custom types met so far, by type.
@@ -83,11 +85,11 @@ pub struct PyEncoder<'py> {
 
 /// Encodes `obj` into a complete payload, a `bytes` object. With `oob`, large data goes out
 /// of band and `oob` holds its buffers afterwards.
-pub fn encode(
-    py: Python<'_>,
+pub fn encode<'py>(
+    py: Python<'py>,
     obj: *mut ffi::PyObject,
     options: Options,
-    classes: ClassTables,
+    classes: ClassTables<'py>,
     mut oob: Option<&mut OutOfBand>,
 ) -> Result<PyObj, EncodeFail> {
     let mut encoder = PyEncoder {
