@@ -295,3 +295,42 @@ def test_remembered_keyword_calls_hold_no_class_or_function_alive() -> None:
     del cls, custom_cls, encode, decode, custom
     gc.collect()
     assert [ref() for ref in refs] == [None] * 5
+
+
+def test_a_remembered_custom_table_follows_fields_set_around_the_refusal() -> None:
+    # A remembered dumps keeps the table made from its CustomType items; an item whose
+    # field is set anyway (object.__setattr__ goes around CustomType's refusal) is not
+    # served from that table.
+    cls = _dataclass("KwBypassed")
+    item = amber.CustomType(cls, lambda o: o.a, lambda s: cls(s))
+    custom = [item]
+    for _ in range(_REPEATS):
+        assert amber.dumps(cls(4), custom=custom) == amber.dumps(cls(4), custom=[item])
+    plain = amber.loads(amber.dumps(cls(4), custom=custom), custom=[
+        amber.CustomType(cls, lambda o: 0, lambda s: ("state", s))
+    ])
+    assert plain == ("state", 4)
+    object.__setattr__(item, "encode", lambda o: o.a * 100)
+    for _ in range(_REPEATS):
+        data = amber.dumps(cls(4), custom=custom)
+        assert amber.loads(data, custom=[amber.CustomType(cls, lambda o: 0, lambda s: ("state", s))]) == ("state", 400)
+
+
+def test_custom_types_made_and_dropped_call_after_call_all_die() -> None:
+    # Each remembered entry is forgotten when its CustomType dies (a weak reference calls
+    # back), and the class and function its table held die with it.
+    refs = []
+    for i in range(40):
+        cls = _dataclass(f"KwChurn{i}")
+
+        def encode(obj: Any) -> Any:
+            return obj.a
+
+        custom = [amber.CustomType(cls, encode, lambda s: s)]
+        for _ in range(_REPEATS):
+            amber.dumps(cls(i), custom=custom)
+            amber.loads(amber.dumps(cls(i)), types=[cls])
+        refs += [weakref.ref(cls), weakref.ref(encode)]
+        del cls, encode, custom
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * len(refs)

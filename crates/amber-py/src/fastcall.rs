@@ -37,6 +37,81 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCFunction};
 use pyo3_ffi as ffi;
 
+/// The keyword calls of `dumps` and `loads` remembered (see `keyword_cache`).
+static DUMPS_CACHE: KeywordCache<RememberedDumps> = KeywordCache::new();
+static LOADS_CACHE: KeywordCache<DecodeConfig> = KeywordCache::new();
+
+/// The function the keyword caches' weak references call when an item of a remembered
+/// `types=` or `custom=` list dies.
+static ON_DEATH: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// A remembered `dumps` call. Its options keep the custom encode table made from a
+/// `custom=` list of `CustomType` objects: the table holds each item's class and encode
+/// function, which the item holds too, and the entry is forgotten when an item dies, so the
+/// table keeps nothing alive that its item would not. `custom_slots` records, item by item,
+/// which class and function (by address) the table was made from; a hit whose items hold
+/// others (fields set around `CustomType`'s refusal) is not served from it. A class that
+/// holds its own `CustomType` (as a class attribute) never lets that item die while the
+/// table holds the class: such an entry stands until newer calls push it out.
+struct RememberedDumps {
+    config: EncodeConfig,
+    /// None when the options keep no table, and each call makes its own from its list.
+    custom_slots: Option<Box<[(usize, usize)]>>,
+}
+
+/// Called by a keyword cache's weak reference, with itself, when its item dies: forgets the
+/// entries that compare that item. Entered through pyo3's trampoline, as `dumps` and `loads`
+/// are: it counts the thread as attached, so the references the forgotten entries release
+/// are released at once rather than queued in pyo3's deferred pool, and it asks nothing of
+/// the interpreter (weak references die during finalisation too, when `Python::attach`
+/// would refuse).
+///
+/// # Safety
+/// The arguments are those CPython passed to a METH_FASTCALL | METH_KEYWORDS function.
+unsafe fn item_died(
+    _py: Python<'_>,
+    _module: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    _kwnames: *mut ffi::PyObject,
+) -> PyResult<*mut ffi::PyObject> {
+    // SAFETY: CPython's count and arguments; a weak reference passes itself, first.
+    unsafe {
+        if ffi::PyVectorcall_NARGS(nargsf as usize) >= 1 {
+            let weak = *args;
+            DUMPS_CACHE.forget(weak);
+            LOADS_CACHE.forget(weak);
+        }
+        let none = ffi::Py_None();
+        ffi::Py_INCREF(none);
+        Ok(none)
+    }
+}
+
+/// Makes [`ON_DEATH`], once.
+fn make_on_death(py: Python<'_>) -> PyResult<()> {
+    const ITEM_DIED: Func = item_died;
+    let entry = pyo3::get_trampoline_function!(fastcall_cfunction_with_keywords, ITEM_DIED);
+    // Leaked once per process: CPython keeps a pointer to the definition in the function.
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: c"_keyword_cache_item_died".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: entry,
+        },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: std::ptr::null(),
+    }));
+    // SAFETY: def is a valid method definition that lives forever; no self, no module.
+    let function = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyCFunction_NewEx(def, std::ptr::null_mut(), std::ptr::null_mut()),
+        )?
+    };
+    let _ = ON_DEATH.set(py, function.unbind());
+    Ok(())
+}
+
 /// The full pyo3 functions, to which every other call goes.
 static DUMPS_FULL: pyo3::sync::PyOnceLock<Py<PyCFunction>> = pyo3::sync::PyOnceLock::new();
 static LOADS_FULL: pyo3::sync::PyOnceLock<Py<PyCFunction>> = pyo3::sync::PyOnceLock::new();
@@ -94,6 +169,7 @@ pub fn add_functions(
     const LOADS: Func = short_call::<true>;
     let dumps_entry = pyo3::get_trampoline_function!(fastcall_cfunction_with_keywords, DUMPS);
     let loads_entry = pyo3::get_trampoline_function!(fastcall_cfunction_with_keywords, LOADS);
+    make_on_death(module.py())?;
     export(module, dumps, c"dumps", dumps_entry, &DUMPS_FULL)?;
     export(module, loads, c"loads", loads_entry, &LOADS_FULL)?;
     // For the test that holds these tables to the signatures.
@@ -243,7 +319,6 @@ unsafe fn dumps_with_keywords(
     values: *const *mut ffi::PyObject,
 ) -> Option<PyResult<Py<PyBytes>>> {
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 12]> = pyo3::sync::PyOnceLock::new();
-    static CACHE: KeywordCache<EncodeConfig> = KeywordCache::new();
     let names = interned(py, &NAMES, &DUMPS_KEYWORDS);
     let custom_name = names[DUMPS_CUSTOM].as_ptr();
     // SAFETY: the caller's promise; the keywords are borrowed for this call only.
@@ -253,25 +328,40 @@ unsafe fn dumps_with_keywords(
             &[names[DUMPS_TYPES].as_ptr(), custom_name],
         )
     });
-    if let Some((keywords, config)) = keywords.and_then(|k| Some((k, CACHE.find(k)?))) {
-        // The remembered options have no custom encode functions: they come from this
-        // call's own list.
+    if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, DUMPS_CACHE.find(k)?))) {
         // SAFETY: a value of the call, borrowed for the call.
         let custom = keywords
             .value_of(custom_name)
             .map(|v| unsafe { Borrowed::from_ptr(py, v) })
             .filter(|v| !v.is_none());
-        let Some(custom) = custom else {
-            return Some(config.dumps(py, obj));
-        };
-        return Some(
-            crate::registry::encoders(py, &custom)
-                .and_then(|table| config.dumps_custom(py, obj, table.as_ref())),
-        );
+        let config = &remembered.config;
+        match (custom, &remembered.custom_slots) {
+            (None, _) => return Some(config.dumps(py, obj)),
+            // The same items as when the table was made (the cache compared them), and
+            // their fields unchanged: the remembered table is theirs.
+            (Some(custom), Some(slots)) => {
+                if crate::registry::custom_slots_are(&custom, slots) {
+                    return Some(config.dumps(py, obj));
+                }
+            }
+            // No table remembered: this call's own list gives it.
+            (Some(custom), None) => {
+                return Some(
+                    crate::registry::encoders(py, &custom)
+                        .and_then(|table| config.dumps_custom(py, obj, table.as_ref())),
+                )
+            }
+        }
     }
     // SAFETY: the caller's promise.
     let [refs, max_depth, types, custom, buffer_callback, key, timestamp, compress, level, canonical, sort_keys, clock] =
         unsafe { keyword_slots(py, names, kwnames, values) }?;
+    // Read before the options are checked, which reads the same fields for the table, and
+    // before anything that may run code (`types=` may call into `amber._classes`).
+    let custom_slots = custom
+        .as_deref()
+        .filter(|c| !c.is_none())
+        .and_then(crate::registry::custom_slots);
     let config = EncodeConfig::new(
         py,
         flag(refs, true)?,
@@ -291,15 +381,32 @@ unsafe fn dumps_with_keywords(
         Ok(config) => config,
         Err(err) => return Some(Err(err)),
     };
-    let Some(keywords) = keywords.filter(|k| CACHE.repeated(*k)) else {
+    let Some((keywords, on_death)) = keywords
+        .filter(|k| DUMPS_CACHE.repeated(*k))
+        .zip(ON_DEATH.get(py))
+    else {
         return Some(config.dumps(py, obj));
     };
-    // Remembered without the custom encode functions (see `dumps_custom`).
-    let custom = config.custom.take();
-    Some(match CACHE.remember(py, keywords, config) {
-        Ok(shared) => shared.dumps_custom(py, obj, custom.as_deref()),
-        Err(config) => config.dumps_custom(py, obj, custom.as_deref()),
-    })
+    // A table made of `CustomType` fields is kept (see `RememberedDumps`); any other is made
+    // by each call from its own list.
+    let taken = match custom_slots {
+        Some(_) => None,
+        None => config.custom.take(),
+    };
+    let remembered = RememberedDumps {
+        config,
+        custom_slots,
+    };
+    let dumps = |r: &RememberedDumps| {
+        r.config
+            .dumps_custom(py, obj, taken.as_deref().or(r.config.custom.as_deref()))
+    };
+    Some(
+        match DUMPS_CACHE.remember(py, keywords, remembered, on_death.bind(py)) {
+            Ok(shared) => dumps(&shared),
+            Err(remembered) => dumps(&remembered),
+        },
+    )
 }
 
 /// `loads(data, **options)`, matched here; None to leave the call to the full function.
@@ -313,7 +420,6 @@ unsafe fn loads_with_keywords(
     values: *const *mut ffi::PyObject,
 ) -> Option<PyResult<Py<PyAny>>> {
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 11]> = pyo3::sync::PyOnceLock::new();
-    static CACHE: KeywordCache<DecodeConfig> = KeywordCache::new();
     let names = interned(py, &NAMES, &LOADS_KEYWORDS);
     let (types_name, custom_name) = (names[LOADS_TYPES].as_ptr(), names[LOADS_CUSTOM].as_ptr());
     // SAFETY: the caller's promise; the keywords are borrowed for this call only.
@@ -323,7 +429,7 @@ unsafe fn loads_with_keywords(
             &[types_name, custom_name],
         )
     });
-    if let Some((keywords, config)) = keywords.and_then(|k| Some((k, CACHE.find(k)?))) {
+    if let Some((keywords, config)) = keywords.and_then(|k| Some((k, LOADS_CACHE.find(k)?))) {
         if !config.classes.allowed.holds_objects() {
             return Some(config.loads(py, data, None));
         }
@@ -382,23 +488,28 @@ unsafe fn loads_with_keywords(
         Err(err) => return Some(Err(err)),
     };
     let buffers = buffers.as_deref();
-    let Some(keywords) = keywords.filter(|k| CACHE.repeated(*k)) else {
+    let Some((keywords, on_death)) = keywords
+        .filter(|k| LOADS_CACHE.repeated(*k))
+        .zip(ON_DEATH.get(py))
+    else {
         return Some(config.loads(py, data, buffers));
     };
     // Remembered with the allowed names alone (see `loads_allowing`).
     let Some(objects) = config.classes.allowed.detach() else {
         return Some(config.loads(py, data, buffers));
     };
-    Some(match CACHE.remember(py, keywords, config) {
-        Ok(shared) => {
-            let allowed = shared.classes.allowed.with(objects);
-            shared.loads_allowing(py, data, buffers, allowed)
-        }
-        Err(config) => {
-            let allowed = config.classes.allowed.with(objects);
-            config.loads_allowing(py, data, buffers, allowed)
-        }
-    })
+    Some(
+        match LOADS_CACHE.remember(py, keywords, config, on_death.bind(py)) {
+            Ok(shared) => {
+                let allowed = shared.classes.allowed.with(objects);
+                shared.loads_allowing(py, data, buffers, allowed)
+            }
+            Err(config) => {
+                let allowed = config.classes.allowed.with(objects);
+                config.loads_allowing(py, data, buffers, allowed)
+            }
+        },
+    )
 }
 
 /// The call as CPython made it: `short` takes one positional argument without keywords,

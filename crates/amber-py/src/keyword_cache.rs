@@ -18,11 +18,17 @@
 //! caller as "listed") are compared item by item when given as an exact list or tuple: a
 //! list literal is a new object on each call, and a module's list may be changed in place
 //! between calls. Their items are held weakly, as the registry's cache holds them, because
-//! classes made at run time must be able to die; the entry's options hold no object taken
-//! from them either, and the caller takes those objects from the call's own list on each
-//! hit. Other values (callbacks, clocks) are never remembered, and neither are `key`
-//! (signing keys are not kept beyond the caller's own references) and `buffers` (they belong
-//! to one call).
+//! classes made at run time must be able to die. Each of those weak references calls back
+//! when its item dies, and the entries that compare that item are forgotten at once
+//! ([`forget`]): an entry's options may then hold what an item holds (a `CustomType`'s class
+//! and encode function) without keeping it alive longer than the item itself. Options must
+//! not hold a listed item itself, or anything that holds one, which would keep the item from
+//! dying; so `types=` classes are taken from the call's own list on each hit. Other values
+//! (callbacks, clocks) are never remembered, and neither are `key` (signing keys are not
+//! kept beyond the caller's own references) and `buffers` (they belong to one call).
+//!
+//! The callback may run whenever an item is released, so no Python object is released, and
+//! no weak reference made, while an entry list is locked.
 //!
 //! When: on the second miss in a row with the same names and values (by a fingerprint of
 //! their addresses, a list's by its items), so that calls whose values change every time
@@ -33,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
 
-use crate::weak_class::{refers_to, weak};
+use crate::weak_class::{refers_to, weak_calling};
 
 /// Calls remembered per function.
 const ENTRIES: usize = 4;
@@ -257,14 +263,22 @@ impl<C> KeywordCache<C> {
 
     /// Remembers `config` for `keywords`, and gives it back shared (`Ok`); or gives it back
     /// as it is when an item of a listed option takes no weak reference (`Err`). `config`
-    /// must hold no object taken from a listed option's items.
-    pub fn remember(&self, py: Python<'_>, keywords: Keywords<'_>, config: C) -> Result<Arc<C>, C> {
+    /// must not hold a listed option's item, nor anything that holds one. `on_death` is
+    /// the function each item's weak reference calls when the item dies, which passes the
+    /// weak reference to [`forget`](Self::forget).
+    pub fn remember(
+        &self,
+        py: Python<'_>,
+        keywords: Keywords<'_>,
+        config: C,
+        on_death: &Bound<'_, PyAny>,
+    ) -> Result<Arc<C>, C> {
         let values = keywords
             .values
             .iter()
             .map(|&value| match Items::of(value) {
                 Some(items) => (0..items.len)
-                    .map(|i| weak(py, items.get(i)))
+                    .map(|i| weak_calling(py, items.get(i), on_death))
                     .collect::<Option<Box<[_]>>>()
                     .map(Value::Items),
                 // SAFETY: a live borrowed value of the call; the Py takes its own reference.
@@ -300,5 +314,29 @@ impl<C> KeywordCache<C> {
         }
         drop(forgotten);
         Ok(config)
+    }
+
+    /// Forgets the entries that compare an item through `weak`, whose item is dying.
+    pub fn forget(&self, weak: *mut ffi::PyObject) {
+        let holds = |entry: &Entry<C>| {
+            entry.values.iter().any(|value| match value {
+                Value::Items(items) => items.iter().any(|w| w.as_ptr() == weak),
+                Value::Same(_) => false,
+            })
+        };
+        // Released after the lock: releasing an entry may release a class, whose death may
+        // call back here again.
+        let mut forgotten = Vec::new();
+        if let Ok(mut state) = self.state.lock() {
+            let mut i = 0;
+            while i < state.entries.len() {
+                if holds(&state.entries[i]) {
+                    forgotten.push(state.entries.remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        drop(forgotten);
     }
 }

@@ -386,6 +386,45 @@ pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Cu
     CustomEncoders::build(table.len(), pairs)
 }
 
+/// The class and encode function (by address) of each item of `custom`, when it is a list
+/// or tuple of `CustomType` objects whose fields are all read from their slots: what
+/// [`encoders`] makes a table of without running code. None otherwise.
+pub fn custom_slots(custom: &Bound<'_, PyAny>) -> Option<Box<[(usize, usize)]>> {
+    let seq = Seq::of(Some(custom))?;
+    let class = custom_type::class();
+    if class.is_null() {
+        // SAFETY: the GIL is held; the failed import is left to `encoders` to report.
+        unsafe { ffi::PyErr_Clear() };
+        return None;
+    }
+    (0..seq.len)
+        .map(|i| {
+            let (cls, encode) = custom_type::cls_and_encode(seq.get(i)?, class)?;
+            Some((cls as usize, encode as usize))
+        })
+        .collect()
+}
+
+/// Whether `custom` holds, item by item, the classes and encode functions `slots` recorded
+/// ([`custom_slots`]).
+pub fn custom_slots_are(custom: &Bound<'_, PyAny>, slots: &[(usize, usize)]) -> bool {
+    let Some(seq) = Seq::of(Some(custom)) else {
+        return false;
+    };
+    let class = custom_type::class();
+    if class.is_null() {
+        // SAFETY: the GIL is held; a hit that cannot check its table is simply not served.
+        unsafe { ffi::PyErr_Clear() };
+        return false;
+    }
+    seq.len == slots.len()
+        && slots.iter().enumerate().all(|(i, &(cls, encode))| {
+            seq.get(i)
+                .and_then(|item| custom_type::cls_and_encode(item, class))
+                .is_some_and(|(c, e)| c as usize == cls && e as usize == encode)
+        })
+}
+
 /// `field` of `item`, a live `CustomType`, as a new reference: from its slot, or else by
 /// `getattr` (which may run code, and raises for a field that is not set).
 fn custom_field(

@@ -64,9 +64,27 @@ pub fn refers_to(weak: &Py<PyAny>, class: *mut ffi::PyObject) -> bool {
 /// function it must not keep alive. An object without weak reference support raises a
 /// TypeError, which is cleared: such an object is simply not cached.
 pub fn weak(py: Python<'_>, object: *mut ffi::PyObject) -> Option<Py<PyAny>> {
-    // SAFETY: object is live; the call returns a new reference, or NULL with an error set.
+    new_weak(py, object, std::ptr::null_mut())
+}
+
+/// As [`weak`], a weak reference that calls `callback` with itself when `object` dies.
+pub fn weak_calling(
+    py: Python<'_>,
+    object: *mut ffi::PyObject,
+    callback: &Bound<'_, PyAny>,
+) -> Option<Py<PyAny>> {
+    new_weak(py, object, callback.as_ptr())
+}
+
+fn new_weak(
+    py: Python<'_>,
+    object: *mut ffi::PyObject,
+    callback: *mut ffi::PyObject,
+) -> Option<Py<PyAny>> {
+    // SAFETY: object is live and callback NULL or a live callable; the call returns a new
+    // reference, or NULL with an error set.
     unsafe {
-        let weak = ffi::PyWeakref_NewRef(object, std::ptr::null_mut());
+        let weak = ffi::PyWeakref_NewRef(object, callback);
         if weak.is_null() {
             ffi::PyErr_Clear();
             return None;
