@@ -334,3 +334,15 @@ def test_custom_types_made_and_dropped_call_after_call_all_die() -> None:
         del cls, encode, custom
     gc.collect()
     assert [ref() for ref in refs] == [None] * len(refs)
+
+
+def test_a_remembered_decode_follows_a_decode_function_set_around_the_refusal() -> None:
+    cls = _dataclass("KwBypassedDecode")
+    item = amber.CustomType(cls, lambda o: o.a, lambda s: ("first", s))
+    custom = [item]
+    data = amber.dumps(cls(5), custom=custom)
+    for _ in range(_REPEATS):
+        assert amber.loads(data, custom=custom) == ("first", 5)
+    object.__setattr__(item, "decode", lambda s: ("second", s))
+    for _ in range(_REPEATS):
+        assert amber.loads(data, custom=custom) == ("second", 5)

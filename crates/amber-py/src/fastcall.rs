@@ -39,7 +39,7 @@ use pyo3_ffi as ffi;
 
 /// The keyword calls of `dumps` and `loads` remembered (see `keyword_cache`).
 static DUMPS_CACHE: KeywordCache<RememberedDumps> = KeywordCache::new();
-static LOADS_CACHE: KeywordCache<DecodeConfig> = KeywordCache::new();
+static LOADS_CACHE: KeywordCache<RememberedLoads> = KeywordCache::new();
 
 /// The function the keyword caches' weak references call when an item of a remembered
 /// `types=` or `custom=` list dies.
@@ -57,6 +57,16 @@ struct RememberedDumps {
     config: EncodeConfig,
     /// None when the options keep no table, and each call makes its own from its list.
     custom_slots: Option<Box<[(usize, usize)]>>,
+}
+
+/// A remembered `loads` call. Its options hold the allowed classes and decode functions
+/// weakly (`Allowed::hold_weakly`); `decode_slots` records, item by item, the decode function
+/// (by address) each `custom=` item held when they were taken, and a hit whose items hold
+/// others (fields set around `CustomType`'s refusal) is not served from them.
+struct RememberedLoads {
+    config: DecodeConfig,
+    /// None without a `custom=` list.
+    decode_slots: Option<Box<[usize]>>,
 }
 
 /// Called by a keyword cache's weak reference, with itself, when its item dies: forgets the
@@ -421,34 +431,26 @@ unsafe fn loads_with_keywords(
 ) -> Option<PyResult<Py<PyAny>>> {
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 11]> = pyo3::sync::PyOnceLock::new();
     let names = interned(py, &NAMES, &LOADS_KEYWORDS);
-    let (types_name, custom_name) = (names[LOADS_TYPES].as_ptr(), names[LOADS_CUSTOM].as_ptr());
+    let custom_name = names[LOADS_CUSTOM].as_ptr();
     // SAFETY: the caller's promise; the keywords are borrowed for this call only.
     let keywords = unsafe { Keywords::of(kwnames, values) }.filter(|k| {
         k.cacheable(
             &[names[LOADS_KEY].as_ptr(), names[LOADS_BUFFERS].as_ptr()],
-            &[types_name, custom_name],
+            &[names[LOADS_TYPES].as_ptr(), custom_name],
         )
     });
-    if let Some((keywords, config)) = keywords.and_then(|k| Some((k, LOADS_CACHE.find(k)?))) {
-        if !config.classes.allowed.holds_objects() {
-            return Some(config.loads(py, data, None));
-        }
-        // The remembered options name the allowed classes; the classes themselves come from
-        // this call's own lists, which hold the same objects (the cache compared them).
-        // SAFETY: values of the call, borrowed for the call.
-        let value = |name| {
-            keywords
-                .value_of(name)
-                .map(|v| unsafe { Borrowed::from_ptr(py, v) })
+    if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, LOADS_CACHE.find(k)?))) {
+        // The same items as when the options were made (the cache compared them); a
+        // `custom=` list's items must still hold the decode functions they held then.
+        let unchanged = match &remembered.decode_slots {
+            None => true,
+            // SAFETY: a value of the call, borrowed for the call.
+            Some(slots) => keywords.value_of(custom_name).is_some_and(|custom| {
+                crate::registry::decode_slots_are(unsafe { &Borrowed::from_ptr(py, custom) }, slots)
+            }),
         };
-        let (types, custom) = (value(types_name), value(custom_name));
-        if let Some(allowed) =
-            config
-                .classes
-                .allowed
-                .taken_from(py, types.as_deref(), custom.as_deref())
-        {
-            return Some(config.loads_allowing(py, data, None, allowed));
+        if unchanged {
+            return Some(remembered.config.loads(py, data, None));
         }
     }
     // SAFETY: the caller's promise.
@@ -470,6 +472,10 @@ unsafe fn loads_with_keywords(
         },
         Some(_) => return None,
     };
+    // Read before the options are checked (see `dumps_with_keywords`). A `custom=` whose
+    // decode functions cannot be recorded is not remembered: a hit could not check them.
+    let custom = custom.filter(|c| !c.is_none());
+    let decode_slots = custom.as_deref().map(crate::registry::decode_slots);
     let config = DecodeConfig::new(
         py,
         max_depth.as_deref(),
@@ -494,20 +500,25 @@ unsafe fn loads_with_keywords(
     else {
         return Some(config.loads(py, data, buffers));
     };
-    // Remembered with the allowed names alone (see `loads_allowing`).
-    let Some(objects) = config.classes.allowed.detach() else {
+    let (Some(decode_slots), Some(objects)) = (
+        decode_slots.map_or(Some(None), |slots| slots.map(Some)),
+        config.classes.allowed.hold_weakly(py),
+    ) else {
         return Some(config.loads(py, data, buffers));
     };
+    // Remembered holding its classes weakly; this call holds them (see `hold_weakly`).
+    let remembered = RememberedLoads {
+        config,
+        decode_slots,
+    };
+    let loads = |r: &RememberedLoads| {
+        let allowed = r.config.classes.allowed.with(objects);
+        r.config.loads_allowing(py, data, buffers, allowed)
+    };
     Some(
-        match LOADS_CACHE.remember(py, keywords, config, on_death.bind(py)) {
-            Ok(shared) => {
-                let allowed = shared.classes.allowed.with(objects);
-                shared.loads_allowing(py, data, buffers, allowed)
-            }
-            Err(config) => {
-                let allowed = config.classes.allowed.with(objects);
-                config.loads_allowing(py, data, buffers, allowed)
-            }
+        match LOADS_CACHE.remember(py, keywords, remembered, on_death.bind(py)) {
+            Ok(shared) => loads(&shared),
+            Err(remembered) => loads(&remembered),
         },
     )
 }

@@ -30,7 +30,7 @@ use rustc_hash::FxHashMap;
 
 use crate::callbacks::Callback;
 use crate::custom_type;
-use crate::weak_class::{refers_to, weak};
+use crate::weak_class::{refers_to, upgrade, weak};
 
 /// How many lists are remembered; services use one or a few.
 const CACHE_ENTRIES: usize = 8;
@@ -81,6 +81,9 @@ const HELD_INLINE: usize = 4;
 pub enum Held {
     Inline([Option<Py<PyAny>>; HELD_INLINE]),
     Heap(Box<[Py<PyAny>]>),
+    /// Weak references to the objects: what a remembered keyword call keeps (see
+    /// [`Allowed::hold_weakly`]).
+    Weak(Box<[Py<PyAny>]>),
 }
 
 impl Held {
@@ -96,11 +99,23 @@ impl Held {
         Held::Inline(inline)
     }
 
-    fn get(&self, index: usize) -> Option<&Py<PyAny>> {
+    /// Object `index`, as a new reference; None past the end, or when a weakly held object
+    /// has died.
+    fn get<'py>(&self, py: Python<'py>, index: usize) -> Option<Bound<'py, PyAny>> {
         match self {
-            Held::Inline(inline) => inline.get(index)?.as_ref(),
-            Held::Heap(heap) => heap.get(index),
+            Held::Inline(inline) => Some(inline.get(index)?.as_ref()?.bind(py).clone()),
+            Held::Heap(heap) => Some(heap.get(index)?.bind(py).clone()),
+            Held::Weak(weak) => upgrade(py, weak.get(index)?),
         }
+    }
+
+    fn strong(&self) -> impl Iterator<Item = &Py<PyAny>> {
+        let (inline, heap): (&[Option<Py<PyAny>>], &[Py<PyAny>]) = match self {
+            Held::Inline(inline) => (inline, &[]),
+            Held::Heap(heap) => (&[], heap),
+            Held::Weak(_) => (&[], &[]),
+        };
+        inline.iter().flatten().chain(heap)
     }
 }
 
@@ -115,16 +130,16 @@ impl Allowed {
         }
     }
 
-    /// The allowed class or function named `key`.
-    pub fn class(&self, key: &str) -> Option<&Py<PyAny>> {
+    /// The allowed class or function named `key`, as a new reference.
+    pub fn class<'py>(&self, py: Python<'py>, key: &str) -> Option<Bound<'py, PyAny>> {
         let index = *self.names.classes.get(key)?;
-        self.objects.get(index as usize)
+        self.objects.get(py, index as usize)
     }
 
-    /// The custom decode function for the class named `key`.
-    pub fn decoder(&self, key: &str) -> Option<&Py<PyAny>> {
+    /// The custom decode function for the class named `key`, as a new reference.
+    pub fn decoder<'py>(&self, py: Python<'py>, key: &str) -> Option<Bound<'py, PyAny>> {
         let index = *self.names.decoders.get(key)?;
-        self.objects.get(index as usize)
+        self.objects.get(py, index as usize)
     }
 
     /// The names alone, for an encoder's check (it builds nothing).
@@ -132,50 +147,27 @@ impl Allowed {
         &self.names
     }
 
-    /// Whether these allow any class or function: a call's objects are needed.
-    pub fn holds_objects(&self) -> bool {
-        !self.names.sources.is_empty()
+    /// Holds the objects weakly from now on, and gives them back held strongly, for the call
+    /// that allowed them: what the keyword cache keeps, which must not keep a class alive.
+    /// A remembered call finds each object through its weak reference, alive since the
+    /// call's own list holds it (the cache compared the lists); one taken out of the list
+    /// and released during the decode is found no more, and its class is then not allowed.
+    /// None, changing nothing, when an object takes no weak reference.
+    pub fn hold_weakly(&mut self, py: Python<'_>) -> Option<Held> {
+        let weak = self
+            .objects
+            .strong()
+            .map(|object| weak(py, object.as_ptr()))
+            .collect::<Option<Box<[_]>>>()?;
+        Some(std::mem::replace(&mut self.objects, Held::Weak(weak)))
     }
 
-    /// Takes the call's objects out, leaving the names: what the keyword cache keeps, which
-    /// must not keep a class alive. None when the names do not say where each object came
-    /// from (a mapping, or an object `registry` did not take from the lists), so that
-    /// [`taken_from`](Self::taken_from) could not find them again.
-    pub fn detach(&mut self) -> Option<Held> {
-        let count = match &self.objects {
-            Held::Inline(inline) => inline.iter().flatten().count(),
-            Held::Heap(heap) => heap.len(),
-        };
-        (count == self.names.sources.len()).then(|| {
-            std::mem::replace(
-                &mut self.objects,
-                Held::Inline([const { None }; HELD_INLINE]),
-            )
-        })
-    }
-
-    /// These names with `objects` (from [`detach`](Self::detach)) again.
+    /// These names with `objects` (from [`hold_weakly`](Self::hold_weakly)).
     pub fn with(&self, objects: Held) -> Allowed {
         Allowed {
             names: Arc::clone(&self.names),
             objects,
         }
-    }
-
-    /// These names with their objects taken from a call's `types` and `custom`, which hold
-    /// the very objects these names were made from (the keyword cache compared them); None
-    /// if one cannot be read.
-    pub fn taken_from(
-        &self,
-        py: Python<'_>,
-        types: Option<&Bound<'_, PyAny>>,
-        custom: Option<&Bound<'_, PyAny>>,
-    ) -> Option<Allowed> {
-        let key = CallKey::of(
-            types.filter(|t| !t.is_none()),
-            custom.filter(|c| !c.is_none()),
-        )?;
-        Some(self.with(key.objects(py, &self.names)?))
     }
 }
 
@@ -422,6 +414,29 @@ pub fn custom_slots_are(custom: &Bound<'_, PyAny>, slots: &[(usize, usize)]) -> 
             seq.get(i)
                 .and_then(|item| custom_type::cls_and_encode(item, class))
                 .is_some_and(|(c, e)| c as usize == cls && e as usize == encode)
+        })
+}
+
+/// The decode function (by address) of each item of `custom`, when it is a list or tuple of
+/// exact `CustomType` objects whose `decode` is set; None otherwise.
+pub fn decode_slots(custom: &Bound<'_, PyAny>) -> Option<Box<[usize]>> {
+    let seq = Seq::of(Some(custom))?;
+    (0..seq.len)
+        .map(|i| custom_type::field(seq.get(i)?, custom_type::Field::Decode).map(|f| f as usize))
+        .collect()
+}
+
+/// Whether `custom` holds, item by item, the decode functions `slots` recorded
+/// ([`decode_slots`]).
+pub fn decode_slots_are(custom: &Bound<'_, PyAny>, slots: &[usize]) -> bool {
+    let Some(seq) = Seq::of(Some(custom)) else {
+        return false;
+    };
+    seq.len == slots.len()
+        && slots.iter().enumerate().all(|(i, &decode)| {
+            seq.get(i)
+                .and_then(|item| custom_type::field(item, custom_type::Field::Decode))
+                .is_some_and(|f| f as usize == decode)
         })
 }
 

@@ -92,3 +92,18 @@ fn new_weak(
         Some(Bound::from_owned_ptr(py, weak).unbind())
     }
 }
+
+/// The referent of `weak`, a weak reference, as a new reference; None once it has died.
+pub fn upgrade<'py>(py: Python<'py>, weak: &Py<PyAny>) -> Option<Bound<'py, PyAny>> {
+    let mut referent: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: `weak` is a live weak reference and the GIL is held; the call gives a new
+    // reference, or NULL for a dead referent, or -1 with an exception set (not a weak
+    // reference), which is cleared: nothing is found.
+    unsafe {
+        if ffi::compat::PyWeakref_GetRef(weak.as_ptr(), &mut referent) < 0 {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Bound::from_owned_ptr_or_opt(py, referent)
+    }
+}

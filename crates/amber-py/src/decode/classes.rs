@@ -293,13 +293,10 @@ impl PyBuilder<'_, '_> {
         let mut found = if shape.kind == ObjectKind::Custom {
             self.classes
                 .allowed
-                .decoder(&key)
-                .map(|f| owned(f.bind(self.py)))
+                .decoder(self.py, &key)
+                .map(|f| owned(&f))
         } else {
-            self.classes
-                .allowed
-                .class(&key)
-                .map(|c| owned(c.bind(self.py)))
+            self.classes.allowed.class(self.py, &key).map(|c| owned(&c))
         };
         if found.is_none() && shape.module == "builtins" {
             found = self.builtin_named(&key, shape.kind)?;
