@@ -26,9 +26,9 @@ impl EncodeConfig {
 }
 
 impl EncodeConfig {
-    /// `dumps(obj)` with these options but `custom` for their custom encode functions: the
-    /// keyword cache's options hold none (they would keep classes alive), and each call
-    /// takes its own from its `custom=` list.
+    /// `dumps(obj)` with these options but `custom` for their custom encode functions: a
+    /// keyword cache entry whose `custom=` list it cannot check keeps no table, and each
+    /// call makes its own from its list (see `fastcall::RememberedDumps`).
     pub fn dumps_custom(
         &self,
         py: Python<'_>,
@@ -48,8 +48,8 @@ impl EncodeConfig {
 
 impl DecodeConfig {
     /// `loads(data, buffers=buffers)` with these options but `allowed` for their classes:
-    /// the keyword cache's options hold the names alone (the objects would keep classes
-    /// alive), and each call takes the objects from its own `types=` and `custom=`.
+    /// the call that fills a keyword cache entry, whose options now hold the classes weakly
+    /// (`Allowed::hold_weakly`), holds them strongly itself.
     pub fn loads_allowing(
         &self,
         py: Python<'_>,
