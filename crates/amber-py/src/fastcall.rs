@@ -79,7 +79,7 @@ struct RememberedLoads {
 /// # Safety
 /// The arguments are those CPython passed to a METH_FASTCALL | METH_KEYWORDS function.
 unsafe fn item_died(
-    _py: Python<'_>,
+    py: Python<'_>,
     _module: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargsf: ffi::Py_ssize_t,
@@ -89,8 +89,8 @@ unsafe fn item_died(
     unsafe {
         if ffi::PyVectorcall_NARGS(nargsf as usize) >= 1 {
             let weak = *args;
-            DUMPS_CACHE.forget(weak);
-            LOADS_CACHE.forget(weak);
+            DUMPS_CACHE.forget(py, weak);
+            LOADS_CACHE.forget(py, weak);
         }
         let none = ffi::Py_None();
         ffi::Py_INCREF(none);
@@ -338,7 +338,8 @@ unsafe fn dumps_with_keywords(
             &[names[DUMPS_TYPES].as_ptr(), custom_name],
         )
     });
-    if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, DUMPS_CACHE.find(k)?))) {
+    if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, DUMPS_CACHE.find(py, k)?)))
+    {
         // SAFETY: a value of the call, borrowed for the call.
         let custom = keywords
             .value_of(custom_name)
@@ -392,7 +393,7 @@ unsafe fn dumps_with_keywords(
         Err(err) => return Some(Err(err)),
     };
     let Some((keywords, on_death)) = keywords
-        .filter(|k| DUMPS_CACHE.repeated(*k))
+        .filter(|k| DUMPS_CACHE.repeated(py, *k))
         .zip(ON_DEATH.get(py))
     else {
         return Some(config.dumps(py, obj));
@@ -439,7 +440,8 @@ unsafe fn loads_with_keywords(
             &[names[LOADS_TYPES].as_ptr(), custom_name],
         )
     });
-    if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, LOADS_CACHE.find(k)?))) {
+    if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, LOADS_CACHE.find(py, k)?)))
+    {
         // The same items as when the options were made (the cache compared them); a
         // `custom=` list's items must still hold the decode functions they held then.
         let unchanged = match &remembered.decode_slots {
@@ -495,7 +497,7 @@ unsafe fn loads_with_keywords(
     };
     let buffers = buffers.as_deref();
     let Some((keywords, on_death)) = keywords
-        .filter(|k| LOADS_CACHE.repeated(*k))
+        .filter(|k| LOADS_CACHE.repeated(py, *k))
         .zip(ON_DEATH.get(py))
     else {
         return Some(config.loads(py, data, buffers));

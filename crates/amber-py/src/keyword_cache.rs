@@ -28,13 +28,14 @@
 //! kept beyond the caller's own references) and `buffers` (they belong to one call).
 //!
 //! The callback may run whenever an item is released, so no Python object is released, and
-//! no weak reference made, while an entry list is locked.
+//! no weak reference made, while the cache's state is borrowed (`with_state`).
 //!
 //! When: on the second miss in a row with the same names and values (by a fingerprint of
 //! their addresses, a list's by its items), so that calls whose values change every time
 //! (`max_alloc=len(b) * 8`) never fill the cache, and cost only the fingerprint.
 
-use std::sync::{Arc, Mutex};
+use std::cell::UnsafeCell;
+use std::rc::Rc;
 
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
@@ -50,8 +51,14 @@ const MAX_ITEMS: usize = 16;
 
 /// The keyword calls of one function (`dumps` or `loads`) remembered with their options `C`.
 pub struct KeywordCache<C> {
-    state: Mutex<State<C>>,
+    state: UnsafeCell<State<C>>,
 }
+
+// SAFETY: the state is only touched through `KeywordCache::with_state`, by a thread attached
+// to the interpreter, which holds the GIL (the module does not declare itself
+// free-threading safe, so CPython keeps the GIL on while it is loaded); the GIL serialises
+// every access. The `Rc`s inside are cloned and released only there and by such threads.
+unsafe impl<C> Sync for KeywordCache<C> {}
 
 struct State<C> {
     /// Most recently used first.
@@ -66,7 +73,7 @@ struct State<C> {
 struct Entry<C> {
     names: Box<[Py<PyAny>]>,
     values: Box<[Value]>,
-    config: Arc<C>,
+    config: Rc<C>,
 }
 
 /// One value of a remembered call.
@@ -232,7 +239,7 @@ fn immutable(value: *mut ffi::PyObject) -> bool {
 impl<C> KeywordCache<C> {
     pub const fn new() -> Self {
         KeywordCache {
-            state: Mutex::new(State {
+            state: UnsafeCell::new(State {
                 entries: Vec::new(),
                 last_miss: 0,
                 refused: 0,
@@ -240,25 +247,34 @@ impl<C> KeywordCache<C> {
         }
     }
 
+    /// Runs `f` on the state. A mutex was a tenth of a remembered call's cost (two atomic
+    /// operations, and as many for an `Arc`), and the GIL already serialises the callers.
+    /// `f` must not release a Python object or make one, which could run code (a weak
+    /// reference's callback, [`forget`](Self::forget)) that comes back here.
+    fn with_state<R>(&self, _attached: Python<'_>, f: impl FnOnce(&mut State<C>) -> R) -> R {
+        // SAFETY: the thread holds the GIL (`_attached`), which serialises every access (see
+        // the Sync impl), and `f` runs no Python code, so no other borrow of the state exists
+        // while this one lives.
+        f(unsafe { &mut *self.state.get() })
+    }
+
     /// The options remembered for `keywords`; the entry moves to the front.
-    pub fn find(&self, keywords: Keywords<'_>) -> Option<Arc<C>> {
-        let mut state = self.state.lock().ok()?;
-        let at = state.entries.iter().position(|e| keywords.matches(e))?;
-        state.entries[..=at].rotate_right(1);
-        Some(Arc::clone(&state.entries[0].config))
+    pub fn find(&self, py: Python<'_>, keywords: Keywords<'_>) -> Option<Rc<C>> {
+        self.with_state(py, |state| {
+            let at = state.entries.iter().position(|e| keywords.matches(e))?;
+            state.entries[..=at].rotate_right(1);
+            Some(Rc::clone(&state.entries[0].config))
+        })
     }
 
     /// Whether a miss of a [`Keywords::cacheable`] call repeats the last miss, with the very
     /// same names and values: the call to [`remember`](Self::remember).
-    pub fn repeated(&self, keywords: Keywords<'_>) -> bool {
+    pub fn repeated(&self, py: Python<'_>, keywords: Keywords<'_>) -> bool {
         let fingerprint = keywords.fingerprint();
-        match self.state.lock() {
-            Ok(mut state) => {
-                std::mem::replace(&mut state.last_miss, fingerprint) == fingerprint
-                    && state.refused != fingerprint
-            }
-            Err(_) => false,
-        }
+        self.with_state(py, |state| {
+            std::mem::replace(&mut state.last_miss, fingerprint) == fingerprint
+                && state.refused != fingerprint
+        })
     }
 
     /// Remembers `config` for `keywords`, and gives it back shared (`Ok`); or gives it back
@@ -272,7 +288,9 @@ impl<C> KeywordCache<C> {
         keywords: Keywords<'_>,
         config: C,
         on_death: &Bound<'_, PyAny>,
-    ) -> Result<Arc<C>, C> {
+    ) -> Result<Rc<C>, C> {
+        // Made before the state is touched: making a weak reference may collect garbage,
+        // and a dying item calls back into the state.
         let values = keywords
             .values
             .iter()
@@ -288,12 +306,11 @@ impl<C> KeywordCache<C> {
             })
             .collect::<Option<Box<[Value]>>>();
         let Some(values) = values else {
-            if let Ok(mut state) = self.state.lock() {
-                state.refused = keywords.fingerprint();
-            }
+            let fingerprint = keywords.fingerprint();
+            self.with_state(py, |state| state.refused = fingerprint);
             return Err(config);
         };
-        let config = Arc::new(config);
+        let config = Rc::new(config);
         let entry = Entry {
             // SAFETY: live borrowed names of the call; each Py takes its own reference.
             names: keywords
@@ -302,32 +319,30 @@ impl<C> KeywordCache<C> {
                 .map(|&name| unsafe { Bound::from_borrowed_ptr(py, name) }.unbind())
                 .collect(),
             values,
-            config: Arc::clone(&config),
+            config: Rc::clone(&config),
         };
-        // Dropped after the lock is released: releasing an option object or a weak reference
-        // runs no code, but nothing here needs to rely on that.
-        let mut forgotten = Vec::new();
-        if let Ok(mut state) = self.state.lock() {
+        // Released once the state is let go: releasing an entry releases Python objects.
+        let forgotten: Vec<Entry<C>> = self.with_state(py, |state| {
             state.entries.insert(0, entry);
             let keep = ENTRIES.min(state.entries.len());
-            forgotten.extend(state.entries.drain(keep..));
-        }
+            state.entries.drain(keep..).collect()
+        });
         drop(forgotten);
         Ok(config)
     }
 
     /// Forgets the entries that compare an item through `weak`, whose item is dying.
-    pub fn forget(&self, weak: *mut ffi::PyObject) {
+    pub fn forget(&self, py: Python<'_>, weak: *mut ffi::PyObject) {
         let holds = |entry: &Entry<C>| {
             entry.values.iter().any(|value| match value {
                 Value::Items(items) => items.iter().any(|w| w.as_ptr() == weak),
                 Value::Same(_) => false,
             })
         };
-        // Released after the lock: releasing an entry may release a class, whose death may
-        // call back here again.
-        let mut forgotten = Vec::new();
-        if let Ok(mut state) = self.state.lock() {
+        // Released once the state is let go: releasing an entry may release a class, whose
+        // death may call back here again.
+        let forgotten: Vec<Entry<C>> = self.with_state(py, |state| {
+            let mut forgotten = Vec::new();
             let mut i = 0;
             while i < state.entries.len() {
                 if holds(&state.entries[i]) {
@@ -336,7 +351,8 @@ impl<C> KeywordCache<C> {
                     i += 1;
                 }
             }
-        }
+            forgotten
+        });
         drop(forgotten);
     }
 }
