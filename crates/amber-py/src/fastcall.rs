@@ -331,13 +331,10 @@ unsafe fn dumps_with_keywords(
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 12]> = pyo3::sync::PyOnceLock::new();
     let names = interned(py, &NAMES, &DUMPS_KEYWORDS);
     let custom_name = names[DUMPS_CUSTOM].as_ptr();
+    // Looked up before it is known to be cacheable: only cacheable calls are remembered,
+    // and a call matching one by identity is as cacheable as it.
     // SAFETY: the caller's promise; the keywords are borrowed for this call only.
-    let keywords = unsafe { Keywords::of(kwnames, values) }.filter(|k| {
-        k.cacheable(
-            &[names[DUMPS_KEY].as_ptr()],
-            &[names[DUMPS_TYPES].as_ptr(), custom_name],
-        )
-    });
+    let keywords = unsafe { Keywords::of(kwnames, values) };
     if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, DUMPS_CACHE.find(py, k)?)))
     {
         // SAFETY: a value of the call, borrowed for the call.
@@ -393,7 +390,12 @@ unsafe fn dumps_with_keywords(
         Err(err) => return Some(Err(err)),
     };
     let Some((keywords, on_death)) = keywords
-        .filter(|k| DUMPS_CACHE.repeated(py, *k))
+        .filter(|k| {
+            k.cacheable(
+                &[names[DUMPS_KEY].as_ptr()],
+                &[names[DUMPS_TYPES].as_ptr(), custom_name],
+            ) && DUMPS_CACHE.repeated(py, *k)
+        })
         .zip(ON_DEATH.get(py))
     else {
         return Some(config.dumps(py, obj));
@@ -433,13 +435,9 @@ unsafe fn loads_with_keywords(
     static NAMES: pyo3::sync::PyOnceLock<[Py<PyAny>; 11]> = pyo3::sync::PyOnceLock::new();
     let names = interned(py, &NAMES, &LOADS_KEYWORDS);
     let custom_name = names[LOADS_CUSTOM].as_ptr();
+    // Looked up before it is known to be cacheable (see `dumps_with_keywords`).
     // SAFETY: the caller's promise; the keywords are borrowed for this call only.
-    let keywords = unsafe { Keywords::of(kwnames, values) }.filter(|k| {
-        k.cacheable(
-            &[names[LOADS_KEY].as_ptr(), names[LOADS_BUFFERS].as_ptr()],
-            &[names[LOADS_TYPES].as_ptr(), custom_name],
-        )
-    });
+    let keywords = unsafe { Keywords::of(kwnames, values) };
     if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, LOADS_CACHE.find(py, k)?)))
     {
         // The same items as when the options were made (the cache compared them); a
@@ -497,7 +495,12 @@ unsafe fn loads_with_keywords(
     };
     let buffers = buffers.as_deref();
     let Some((keywords, on_death)) = keywords
-        .filter(|k| LOADS_CACHE.repeated(py, *k))
+        .filter(|k| {
+            k.cacheable(
+                &[names[LOADS_KEY].as_ptr(), names[LOADS_BUFFERS].as_ptr()],
+                &[names[LOADS_TYPES].as_ptr(), custom_name],
+            ) && LOADS_CACHE.repeated(py, *k)
+        })
         .zip(ON_DEATH.get(py))
     else {
         return Some(config.loads(py, data, buffers));
