@@ -524,6 +524,7 @@ def test_keys_buffers_and_allow_lists_are_not_kept_by_the_keyword_cache():
     types: list[type] = [_Point]
     data = amber.dumps(_Point(1, 2), types=types)
     buffers: list[bytes] = []
+
     def counts() -> tuple[int, ...]:
         return tuple(map(sys.getrefcount, (key, types, buffers, _Point)))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import threading
 import weakref
 from typing import Any
 
@@ -306,14 +307,12 @@ def test_a_remembered_custom_table_follows_fields_set_around_the_refusal() -> No
     custom = [item]
     for _ in range(_REPEATS):
         assert amber.dumps(cls(4), custom=custom) == amber.dumps(cls(4), custom=[item])
-    plain = amber.loads(amber.dumps(cls(4), custom=custom), custom=[
-        amber.CustomType(cls, lambda o: 0, lambda s: ("state", s))
-    ])
-    assert plain == ("state", 4)
+    state_of = [amber.CustomType(cls, lambda o: 0, lambda s: ("state", s))]
+    assert amber.loads(amber.dumps(cls(4), custom=custom), custom=state_of) == ("state", 4)
     object.__setattr__(item, "encode", lambda o: o.a * 100)
     for _ in range(_REPEATS):
         data = amber.dumps(cls(4), custom=custom)
-        assert amber.loads(data, custom=[amber.CustomType(cls, lambda o: 0, lambda s: ("state", s))]) == ("state", 400)
+        assert amber.loads(data, custom=state_of) == ("state", 400)
 
 
 def test_custom_types_made_and_dropped_call_after_call_all_die() -> None:
@@ -346,3 +345,34 @@ def test_a_remembered_decode_follows_a_decode_function_set_around_the_refusal() 
     object.__setattr__(item, "decode", lambda s: ("second", s))
     for _ in range(_REPEATS):
         assert amber.loads(data, custom=custom) == ("second", 5)
+
+
+def test_threads_remembering_and_dropping_lists_each_get_their_own_classes() -> None:
+    # Entries are made, matched and forgotten (items dying) by several threads at once; each
+    # call must still decode with its own classes, and every class must die in the end.
+    failures: list[str] = []
+    refs: list[Any] = []
+
+    def run(worker: int) -> None:
+        for i in range(30):
+            cls = _dataclass(f"KwThread{worker}_{i}")
+            custom = [amber.CustomType(cls, lambda o: o.a, lambda s, c=cls: c(s + 1))]
+            types = [cls]
+            data = amber.dumps(cls(i))
+            for _ in range(_REPEATS):
+                if amber.loads(data, types=types) != cls(i):
+                    failures.append(f"{worker}/{i}: types=")
+                encoded = amber.dumps(cls(i), custom=custom)
+                if amber.loads(encoded, custom=custom) != cls(i + 1):
+                    failures.append(f"{worker}/{i}: custom=")
+            refs.append(weakref.ref(cls))
+            del cls, custom, types
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not failures, failures[:5]
+    gc.collect()
+    assert len(refs) == 120 and all(ref() is None for ref in refs)
