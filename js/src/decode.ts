@@ -203,6 +203,10 @@ class KeyNode {
   /** As a place's hints (the root, or a firstKeys node): the reader that last read a dict
    * there, tried first on the next. */
   lastReader: RecordReader | null = null;
+  /** As a place's hints: the keys of the dict read last there, as written in the input of
+   * the decode numbered tplDecode (see KeyTemplate), or null. */
+  tpl: KeyTemplate | null = null;
+  tplDecode = 0;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -298,6 +302,32 @@ class RecordReader {
   ) {}
 }
 const MISS = Symbol("miss");
+
+/**
+ * The keys of a dict as its input wrote them, each in at most 4 bytes: a REF (as Python
+ * writes every repeated key) or an untracked SHORT_STR of up to 3 bytes. The next dict at the
+ * same place whose key bytes are the same, compared a 32-bit load at a time, has the same keys
+ * (a REF to the same offset is the same str), with no trie walk, and no reader can be
+ * generated for REF keys: their bytes change from payload to payload. Valid only in the
+ * decode that made it.
+ */
+class KeyTemplate {
+  /** Each key's bytes, little-endian, and the mask of its length. */
+  readonly words: Int32Array;
+  readonly masks: Int32Array;
+  /** Each key's length, and its charge (a SHORT_STR's; nothing for a REF). */
+  readonly lens: Uint8Array;
+  readonly charges: Int32Array;
+  /** nodes[i]: the trie node of the first i keys. */
+  readonly nodes: KeyNode[];
+  constructor(readonly n: number) {
+    this.words = new Int32Array(n);
+    this.masks = new Int32Array(n);
+    this.lens = new Uint8Array(n);
+    this.charges = new Int32Array(n);
+    this.nodes = new Array<KeyNode>(n + 1);
+  }
+}
 
 /** The reader of a node's key sequence (see RecordReader), made with its record maker;
  * null when one of its keys is not a SHORT_STR (more than 23 bytes, or holding a lone
@@ -507,6 +537,8 @@ export class BodyDecoder {
   private otherKey: unknown = undefined;
   /** fastRecord's value arrays, one per depth, and the deepest used in this decode. */
   private recordValues: unknown[][] = [];
+  /** fastRecord's key offsets, one array per depth (see keepTemplate). */
+  private recordKeyPos: Int32Array[] = [];
   private recordDepth = 0;
   /** How many more record makers this decode may generate (see recordMaker). */
   makerBudget = 0;
@@ -1053,21 +1085,47 @@ export class BodyDecoder {
     const depth = this.depth;
     let values = this.recordValues[depth];
     if (values === undefined || values.length < n) values = this.recordValues[depth] = newArray(Math.max(n, 8));
+    // Where each key was read, for the template (see KeyTemplate); per depth, as the values.
+    let pos = this.recordKeyPos[depth];
+    if (pos === undefined) pos = this.recordKeyPos[depth] = new Int32Array(MAX_RECORD_KEYS);
     if (depth > this.recordDepth) this.recordDepth = depth;
     const place = this.place;
     const holder = place === null ? keyTrie : firstKeyHints(place);
     let node = keyTrie, hints = holder, i = 0;
     const firstKeyAt = this.pos;
-    const reader = holder.lastReader;
-    if (reader !== null && reader.n === n) {
-      const obj = reader.read(this, values);
-      if (obj !== MISS) {
-        this.place = place;
-        this.depth--;
-        return obj;
+    const tpl = holder.tpl;
+    // Keys read by the template: as many as its first ones the dict wrote alike.
+    let fromTpl = 0;
+    if (tpl !== null && tpl.n === n && holder.tplDecode === this.decodeId) {
+      const dv = this.dv(), end = this.end, words = tpl.words, masks = tpl.masks, lens = tpl.lens, charges = tpl.charges, nodes = tpl.nodes;
+      for (; i < n; i++) {
+        const p = this.pos;
+        if (end - p < 4 || (dv.getInt32(p, true) & masks[i]) !== words[i]) break;
+        const c = charges[i];
+        if (c !== 0) this.charge(c, p);
+        pos[i] = p;
+        this.pos = p + lens[i];
+        this.place = nodes[i + 1];
+        values[i] = this.fast();
       }
-      i = this.missAt;
-      if (i > 0) node = hints = reader.nodes[i];
+      fromTpl = i;
+      if (i > 0) node = hints = nodes[i];
+    } else {
+      const reader = holder.lastReader;
+      if (reader !== null && reader.n === n) {
+        const obj = reader.read(this, values);
+        if (obj !== MISS) {
+          this.place = place;
+          this.depth--;
+          return obj;
+        }
+        i = this.missAt;
+        if (i > 0) {
+          node = hints = reader.nodes[i];
+          // The reader's keys were not noted in pos: no template of this dict.
+          fromTpl = -1;
+        }
+      }
     }
     for (; i < n; i++) {
       const keyAt = this.pos;
@@ -1077,6 +1135,7 @@ export class BodyDecoder {
         this.place = place;
         return this.recordToMachine(n, i, at, keyAt, node, next, values);
       }
+      pos[i] = keyAt;
       node = hints = next;
       this.place = next;
       values[i] = this.fast();
@@ -1084,22 +1143,71 @@ export class BodyDecoder {
     this.place = place;
     this.depth--;
     const make = node.make ?? recordMaker(node, this);
-    if (make !== null) {
-      // A sequence worth a maker is worth a reader, tried first at this place next time
-      // when its keys are short strs (REFs to keys, as Python writes them, are not).
-      const tag = this.buf[firstKeyAt];
-      if (tag >= 0x40 && tag < 0x58) {
-        const r = node.reader !== undefined ? node.reader : recordReader(node);
-        if (r !== null) holder.lastReader = r;
-      } else {
-        holder.lastReader = null;
+    if (fromTpl < n) {
+      // Read (at least in part) by the trie: the template of these keys, when they allow one.
+      if (fromTpl >= 0) this.keepTemplate(holder, node, pos, n);
+      if (make !== null) {
+        // A sequence worth a maker is worth a reader, tried first at this place next time
+        // when its keys are short strs (REFs to keys, as Python writes them, are not).
+        const tag = this.buf[firstKeyAt];
+        if (tag >= 0x40 && tag < 0x58) {
+          const r = node.reader !== undefined ? node.reader : recordReader(node);
+          if (r !== null) holder.lastReader = r;
+        } else {
+          holder.lastReader = null;
+        }
       }
-      return make(values);
     }
+    if (make !== null) return make(values);
     const obj: Record<string, unknown> = {};
     const keys = node.keys();
     for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
     return obj;
+  }
+
+  /** Makes `holder`'s template (see KeyTemplate) the keys of the dict just read, of the trie
+   * node `node`, key i at pos[i] (each key ends where its value starts): when each is a REF
+   * or an untracked SHORT_STR in at most 4 bytes. Else the holder has none. */
+  private keepTemplate(holder: KeyNode, node: KeyNode, pos: Int32Array, n: number): void {
+    const buf = this.buf;
+    let tpl = holder.tpl;
+    holder.tpl = null;
+    for (let i = 0; i < n; i++) {
+      const p = pos[i], tag = buf[p];
+      // A REF's varint ends at its first byte below 0x80 (it was read whole, so it is there).
+      let len: number;
+      if (tag === 0x93) {
+        len = 2;
+        while (len <= 4 && buf[p + len - 1] >= 0x80) len++;
+      } else if (tag >= 0x40 && tag < 0x44) {
+        len = tag - 0x3f;
+      } else {
+        return;
+      }
+      if (len > 4) return;
+    }
+    if (tpl === null || tpl.n !== n) tpl = new KeyTemplate(n);
+    const nodes = tpl.nodes;
+    for (let k: KeyNode | null = node; k !== null; k = k.parent) nodes[k.depth] = k;
+    for (let i = 0; i < n; i++) {
+      const p = pos[i], tag = buf[p];
+      let len: number;
+      if (tag === 0x93) {
+        len = 2;
+        while (buf[p + len - 1] >= 0x80) len++;
+        tpl.charges[i] = 0;
+      } else {
+        len = tag - 0x3f;
+        tpl.charges[i] = cost.str(len - 1);
+      }
+      let w = 0;
+      for (let j = 0; j < len; j++) w |= buf[p + j] << (8 * j);
+      tpl.words[i] = w;
+      tpl.masks[i] = len === 4 ? -1 : (1 << (8 * len)) - 1;
+      tpl.lens[i] = len;
+    }
+    holder.tpl = tpl;
+    holder.tplDecode = this.decodeId;
   }
 
   /** fastRecord met, as key i, a key a literal cannot take (`next`, or otherKey when it is not
