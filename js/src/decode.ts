@@ -207,6 +207,9 @@ class KeyNode {
    * the decode numbered tplDecode (see KeyTemplate), or null. */
   tpl: KeyTemplate | null = null;
   tplDecode = 0;
+  /** The reader of this sequence by a template (see templateReader): undefined until made,
+   * null when it cannot be. */
+  tplRead: TemplateRead | null | undefined = undefined;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -311,6 +314,37 @@ const MISS = Symbol("miss");
  * generated for REF keys: their bytes change from payload to payload. Valid only in the
  * decode that made it.
  */
+type TemplateRead = (d: BodyDecoder, values: unknown[], words: Int32Array, masks: Int32Array, lens: Uint8Array, charges: Int32Array, pos: Int32Array) => unknown;
+
+/**
+ * A function reading a dict of one key sequence by a template of this decode (KeyTemplate):
+ * a RecordReader whose key bytes are not constants but the template's words, so that it
+ * serves the REF keys of Python's payloads. It notes where each key starts in pos; at the
+ * first key that differs it stores the values read so far, leaves the position there, sets
+ * missAt and returns MISS. Generated once per sequence, when it has a record maker.
+ */
+function templateReader(node: KeyNode): TemplateRead | null {
+  if (node.tplRead !== undefined) return node.tplRead;
+  node.tplRead = null;
+  const nodes = new Array<KeyNode>(node.depth + 1);
+  for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
+  const keys = node.keys();
+  let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, c = 0;\n";
+  for (let i = 0; i < keys.length; i++) {
+    const saved = keys.slice(0, i).map((_, j) => `values[${j}] = v${j}; `).join("");
+    body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) { ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
+    body += `P[${i}] = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; d.place = N[${i + 1}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    body += `if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+  }
+  body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
+  try {
+    node.tplRead = new Function("N", "MISS", `return function (d, values, W, M, L, C, P) {\n${body}\n};`)(nodes, MISS);
+  } catch {
+    // code generation refused (a content security policy): fastRecord's loop reads it
+  }
+  return node.tplRead ?? null;
+}
+
 class KeyTemplate {
   /** Each key's bytes, little-endian, and the mask of its length. */
   readonly words: Int32Array;
@@ -320,6 +354,8 @@ class KeyTemplate {
   readonly charges: Int32Array;
   /** nodes[i]: the trie node of the first i keys. */
   readonly nodes: KeyNode[];
+  /** The reader of the keys' sequence, or null (see templateReader). */
+  read: TemplateRead | null = null;
   constructor(readonly n: number) {
     this.words = new Int32Array(n);
     this.masks = new Int32Array(n);
@@ -1096,8 +1132,18 @@ export class BodyDecoder {
     const tpl = holder.tpl;
     // Keys read by the template: as many as its first ones the dict wrote alike.
     let fromTpl = 0;
-    if (tpl !== null && tpl.n === n && holder.tplDecode === this.decodeId) {
-      const dv = this.dv(), end = this.end, words = tpl.words, masks = tpl.masks, lens = tpl.lens, charges = tpl.charges, nodes = tpl.nodes;
+    const tplRead = tpl !== null && tpl.n === n && holder.tplDecode === this.decodeId ? tpl.read : undefined;
+    if (tplRead !== undefined && tplRead !== null) {
+      const obj = tplRead(this, values, tpl!.words, tpl!.masks, tpl!.lens, tpl!.charges, pos);
+      if (obj !== MISS) {
+        this.place = place;
+        this.depth--;
+        return obj;
+      }
+      i = fromTpl = this.missAt;
+      if (i > 0) node = hints = tpl!.nodes[i];
+    } else if (tplRead === null) {
+      const dv = this.dv(), end = this.end, t = tpl!, words = t.words, masks = t.masks, lens = t.lens, charges = t.charges, nodes = t.nodes;
       for (; i < n; i++) {
         const p = this.pos;
         if (end - p < 4 || (dv.getInt32(p, true) & masks[i]) !== words[i]) break;
@@ -1206,6 +1252,7 @@ export class BodyDecoder {
       tpl.masks[i] = len === 4 ? -1 : (1 << (8 * len)) - 1;
       tpl.lens[i] = len;
     }
+    tpl.read = node.make ? templateReader(node) : null;
     holder.tpl = tpl;
     holder.tplDecode = this.decodeId;
   }
