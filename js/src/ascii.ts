@@ -38,8 +38,6 @@ export function asciiString(b: Uint8Array, p: number, n: number): string | null 
   }
 }
 
-/** Below this length a str's bytes are tested one by one, not a word at a time. */
-export const WINDOW_SHORT = 16;
 const WINDOW_MIN = 1024;
 const WINDOW_MAX = 65536;
 const WINDOW_START = 4096;
@@ -94,11 +92,6 @@ export class AsciiWindow {
   private longText = "";
   private longStart = 0;
   private longEnd = 0;
-  /** The input as 32-bit words (for the ASCII test), made at the first long str. */
-  private words: Uint32Array | null = null;
-  private wordsOf: ArrayBufferLike | null = null;
-  /** buffer index + base = byte offset in the ArrayBuffer */
-  private base = 0;
   readonly enabled = latin1Text !== null;
 
   /** Forgets the input and the window (after a decode). */
@@ -109,35 +102,6 @@ export class AsciiWindow {
     this.served = 0;
     this.longText = "";
     this.longStart = this.longEnd = 0;
-    this.words = null;
-    this.wordsOf = null;
-  }
-
-  /** Whether the n bytes at p are all ASCII: a word at a time past the first aligned one. */
-  isAscii(b: Uint8Array, p: number, n: number): boolean {
-    let words = this.words;
-    if (words === null || this.wordsOf !== b.buffer) {
-      words = this.words = new Uint32Array(b.buffer, 0, b.buffer.byteLength >>> 2);
-      this.wordsOf = b.buffer;
-      this.base = b.byteOffset;
-    }
-    const base = this.base;
-    const e = p + n;
-    let or = 0;
-    let i = p;
-    // The first index whose byte in the ArrayBuffer starts a word.
-    const aligned = ((p + base + 3) & ~3) - base;
-    if (aligned + 4 > e) {
-      for (; i < e; i++) or |= b[i];
-      return or < 0x80;
-    }
-    for (; i < aligned; i++) or |= b[i];
-    let w = (aligned + base) >>> 2;
-    const wordsEnd = (e + base) >>> 2;
-    for (; w + 2 <= wordsEnd; w += 2) or |= words[w] | words[w + 1];
-    if (w < wordsEnd) or |= words[w];
-    for (i = (wordsEnd << 2) - base; i < e; i++) or |= b[i];
-    return (or & 0x80808080) === 0;
   }
 
   /** The str of the ASCII bytes [s, e) of b, which ends at `limit` (the body's end). */

@@ -5,7 +5,7 @@
 import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
 import { VarintReader } from "./varint.js";
 import { decodeUtf8, decodeUtf8Surrogates, encodeUtf8, hasLoneSurrogate } from "./utf8.js";
-import { asciiString, AsciiWindow, WINDOW_SHORT } from "./ascii.js";
+import { asciiString, AsciiWindow } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
 import { ExtCode, EXT_NAMES, MAX_EXT_CODE } from "./ext/base.js";
@@ -839,16 +839,16 @@ export class BodyDecoder {
     this.charge(cost.str(n), at);
     this.pos = end;
     const buf = this.buf;
-    if (this.isAsciiShort(start, end)) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
+    if (this.isAsciiSpan(start, end)) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
     const s = decodeUtf8(buf, start, end);
     if (s === null) throw this.err("invalid_utf8", start);
     return s;
   }
 
-  /** Whether the bytes [start, end) of the input are all ASCII, for a short str: from 4
-   * bytes on, 32 bits at a time (the last word overlapping), a third of a byte loop's time
-   * on a 10-byte str. */
-  private isAsciiShort(start: number, end: number): boolean {
+  /** Whether the bytes [start, end) of the input are all ASCII: from 4 bytes on, 32 bits at
+   * a time (unaligned little-endian loads, the last one overlapping), a third of a byte
+   * loop's time on a 10-byte str, and no typed array of the input to make or check. */
+  private isAsciiSpan(start: number, end: number): boolean {
     if (end - start < 4) {
       const buf = this.buf;
       let or = 0;
@@ -858,7 +858,9 @@ export class BodyDecoder {
     const dv = this.dv();
     const last = end - 4;
     let or = dv.getInt32(last, true);
-    for (let i = start; i < last; i += 4) or |= dv.getInt32(i, true);
+    let i = start;
+    for (; i + 8 <= last; i += 8) or |= dv.getInt32(i, true) | dv.getInt32(i + 4, true);
+    if (i < last) or |= dv.getInt32(i, true);
     return (or & 0x80808080) === 0;
   }
 
@@ -1862,11 +1864,7 @@ export class BodyDecoder {
     const buf = this.buf;
     if (!surrogates) {
       if (this.window.enabled) {
-        if (n < WINDOW_SHORT) {
-          if (this.isAsciiShort(start, end)) return this.window.slice(buf, start, end, this.end);
-        } else if (this.window.isAscii(buf, start, n)) {
-          return this.window.slice(buf, start, end, this.end);
-        }
+        if (this.isAsciiSpan(start, end)) return this.window.slice(buf, start, end, this.end);
       } else if (n <= 64) {
         const ascii = asciiString(buf, start, n);
         if (ascii !== null) return ascii;
