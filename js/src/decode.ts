@@ -99,46 +99,62 @@ class Frame {
 }
 
 type RecordMaker = (values: unknown[], info: ClassInfo) => object;
+/** Reads the values of a plain record of one field list at the decoder's position (each a
+ * small int inline, else by the fast path) and makes the record. */
+type RecordRead = (d: BodyDecoder, info: ClassInfo) => object;
 
-/** Record makers by field list, shared by all decodes (a payload's shapes are its own, but the
- * classes recur from payload to payload); bounded, past it new field lists are not kept. */
-const recordMakers = new Map<string, RecordMaker | null>();
+/** Record makers and readers by field list, shared by all decodes (a payload's shapes are
+ * its own, but the classes recur from payload to payload); bounded, past it new field lists
+ * are not kept. */
+const recordMakers = new Map<string, { make: RecordMaker; read: RecordRead } | null>();
 const MAX_RECORD_MAKERS = 4096;
 /** One record of each maker, of undefined fields, kept so that its hidden class lives: V8
  * holds the classes made by adding properties weakly, and when a full GC finds no record of
  * one left it drops the class, and with it the optimized decoder code that knew it. */
 const recordSamples: object[] = [];
 
-/** The function that makes a plain record of a shape, or null where that cannot be done (a
- * field named __proto__, too many fields, code generation refused by a content security
- * policy). It is a constructor whose prototype is Object.prototype, so its objects are plain;
- * it sets the fields, then the CLASS symbol: measured a third faster than an object literal,
- * which a computed (symbol) key takes off V8's fast literal path. */
+/** The functions that make a plain record of a shape (sets shape.factory and shape.read), or
+ * null where that cannot be done (a field named __proto__, too many fields, code generation
+ * refused by a content security policy). Both call one constructor of the fields' values
+ * and the class, whose prototype is Object.prototype, so its objects are plain and of one
+ * hidden class: it sets the fields, then the CLASS symbol, measured a third faster than an
+ * object literal, which a computed (symbol) key takes off V8's fast literal path. The reader,
+ * unrolled, keeps the values in locals: no array between the input and the record. */
 function recordFactory(shape: Shape): RecordMaker | null {
   if (shape.factory !== undefined) return shape.factory;
   const fields = shape.fields!;
   // JSON, not a join: a field name may hold any character, NUL included.
   const key = JSON.stringify(fields);
-  let make = recordMakers.get(key);
-  if (make === undefined) {
-    make = null;
+  let made = recordMakers.get(key);
+  if (made === undefined) {
+    made = null;
     if (fields.length <= 64 && !fields.includes("__proto__")) {
       try {
-        const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = v[${i}];`).join(" ");
-        make = new Function("S", `function R(v, I) { ${sets} this[S] = I; }
+        const args = [...fields.map((_, i) => `a${i}`), "I"].join(", ");
+        const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = a${i};`).join(" ");
+        let body = "const b = d.buf, e = d.end; let p = d.pos, t = 0;\n";
+        for (let i = 0; i < fields.length; i++) {
+          body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+        }
+        body += `d.pos = p;\nreturn new R(${[...fields.map((_, i) => `v${i}`), "I"].join(", ")});`;
+        made = new Function("S", `function R(${args}) { ${sets} this[S] = I; }
           R.prototype = Object.prototype;
-          return function (v, I) { return new R(v, I); };`)(CLASS) as RecordMaker;
+          return {
+            make: function (v, I) { return new R(${[...fields.map((_, i) => `v[${i}]`), "I"].join(", ")}); },
+            read: function (d, I) {\n${body}\n},
+          };`)(CLASS) as { make: RecordMaker; read: RecordRead };
       } catch {
-        make = null;
+        made = null;
       }
     }
     if (recordMakers.size < MAX_RECORD_MAKERS) {
-      recordMakers.set(key, make);
-      if (make !== null) recordSamples.push(make(new Array(fields.length).fill(undefined), shape.info));
+      recordMakers.set(key, made);
+      if (made !== null) recordSamples.push(made.make(new Array(fields.length).fill(undefined), shape.info));
     }
   }
-  shape.factory = make;
-  return make;
+  shape.factory = made === null ? null : made.make;
+  shape.read = made === null ? null : made.read;
+  return shape.factory;
 }
 
 const MAX_RECORD_KEYS = 64;
@@ -2282,13 +2298,9 @@ export class BodyDecoder {
     if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
     this.charge(cost.object(k), at);
     if (factory !== null) {
-      const depth = this.depth;
-      let values = this.recordValues[depth];
-      if (values === undefined || values.length < k) values = this.recordValues[depth] = newArray(Math.max(k, 8));
-      if (depth > this.recordDepth) this.recordDepth = depth;
-      for (let i = 0; i < k; i++) values[i] = this.fast();
+      const record = shape.read!(this, shape.info);
       this.depth--;
-      return factory(values, shape.info);
+      return record;
     }
     const values = newArray(k);
     const instance = new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
@@ -2397,7 +2409,7 @@ export class BodyDecoder {
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
     // Every property from the start (factory too): one hidden class for all shapes.
-    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined };
+    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined };
     this.shapes.push(shape);
     return shape;
   }
