@@ -1863,6 +1863,15 @@ export class BodyDecoder {
 
   /** A container's count varint, checked against the remaining input (`per` bytes per item). */
   private containerCount(at: number, per: number): number {
+    // A one-byte count (the common case) without the varint reader.
+    const p = this.pos;
+    if (p < this.end) {
+      const b = this.buf[p];
+      if (b < 0x80 && b * per <= this.end - p - 1) {
+        this.pos = p + 1;
+        return b;
+      }
+    }
     const n = this.varint();
     const left = this.end - this.pos;
     if (typeof n !== "number" || n > Math.floor(left / per)) {
