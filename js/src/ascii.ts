@@ -38,9 +38,10 @@ export function asciiString(b: Uint8Array, p: number, n: number): string | null 
   }
 }
 
-const WINDOW_MIN = 1024;
-const WINDOW_MAX = 65536;
-const WINDOW_START = 4096;
+const WINDOW_MIN = 512;
+/** The most input text a decoded str can keep alive (see AsciiWindow). */
+const WINDOW_MAX = 2048;
+const WINDOW_START = WINDOW_MAX;
 
 /** The latin1 text of some bytes: one character per byte (windows-1252 in a browser, which
  * differs from latin1 only above 0x7f, where no str is cut). */
@@ -56,31 +57,26 @@ if (latin1Slice !== undefined) {
   }
 }
 
-/** V8's SlicedString::kMinLength: a substring at least this long is a view that keeps its
- * whole parent string alive; a shorter one is a copy. */
-const SLICED_MIN = 13;
-/** The most input text a decoded str can keep alive (see AsciiWindow). */
-const SLICED_WINDOW = 2048;
 /** From this length a str is made on its own: one native call is small against its copy. */
 const OWN_TEXT = 256;
 
 /**
- * ASCII strs cut out of windows of the input decoded as latin1 text in one call. Making a
+ * ASCII strs cut out of a window of the input decoded as latin1 text in one call. Making a
  * string costs a native call or a character-by-character build (50 to 300 ns for a URL); a
  * substring of a flat string takes about 10 ns. The window's bytes need no check: only spans
  * found ASCII are cut, and there latin1 is ASCII.
  *
- * A substring shorter than SLICED_MIN is a copy, so short strs come from one large window
- * (up to WINDOW_MAX bytes), which grows while each one serves several strs and shrinks while
- * it serves few, so that a payload of rare strs does not copy a window per str.
+ * A substring of 13 characters or more (V8's SlicedString::kMinLength) is a view that keeps
+ * its whole window alive for as long as it lives, so the window's size is what one kept str
+ * can hold of its payload: WINDOW_MAX, 2 KiB. Windows of up to 64 KiB kept 64 KiB per payload
+ * for a caller keeping one small str of each. Making every str of 13 characters or more on
+ * its own instead (latin1Slice, about 70 ns) measured 20 to 35% slower decodes of
+ * github_issues, employees and rowset_1000, most of whose strs are 13 to 128 characters;
+ * 2 KiB windows cost one native call per 2 KiB of strs, and each byte is copied once. Strs
+ * of OWN_TEXT bytes and more are made on their own and keep nothing.
  *
- * A longer substring is a sliced string that keeps its whole window alive for as long as it
- * lives: cut from the large window, one 20-character str kept from each payload would keep
- * 64 KiB of it. Making each such str on its own (latin1Slice, 70 ns) measured 20 to 35%
- * slower decodes of github_issues, employees and rowset_1000, most of whose strs are 13 to
- * 128 characters; so they are cut from a window of their own of SLICED_WINDOW bytes, which
- * bounds what any one str keeps alive to 2 KiB of text, at a few per cent of decode time.
- * Strs of OWN_TEXT bytes and more are made on their own and keep nothing.
+ * The window shrinks (to WINDOW_MIN) while each one serves few strs, so that a payload of
+ * rare strs does not copy 2 KiB per str, and grows back while they are many.
  */
 export class AsciiWindow {
   private text = "";
@@ -88,10 +84,6 @@ export class AsciiWindow {
   private end = 0;
   private size = WINDOW_START;
   private served = 0;
-  /** The window of the strs of SLICED_MIN to OWN_TEXT bytes. */
-  private longText = "";
-  private longStart = 0;
-  private longEnd = 0;
   readonly enabled = latin1Text !== null;
 
   /** Forgets the input and the window (after a decode). */
@@ -100,22 +92,11 @@ export class AsciiWindow {
     this.start = this.end = 0;
     this.size = WINDOW_START;
     this.served = 0;
-    this.longText = "";
-    this.longStart = this.longEnd = 0;
   }
 
   /** The str of the ASCII bytes [s, e) of b, which ends at `limit` (the body's end). */
   slice(b: Uint8Array, s: number, e: number, limit: number): string {
-    const n = e - s;
-    if (n >= SLICED_MIN) {
-      if (n >= OWN_TEXT) return latin1Text!(b, s, e);
-      if (s < this.longStart || e > this.longEnd) {
-        this.longStart = s;
-        this.longEnd = Math.min(limit, Math.max(e, s + SLICED_WINDOW));
-        this.longText = latin1Text!(b, s, this.longEnd);
-      }
-      return this.longText.substring(s - this.longStart, e - this.longStart);
-    }
+    if (e - s >= OWN_TEXT) return latin1Text!(b, s, e);
     if (s < this.start || e > this.end) {
       let size = this.size;
       size = this.served >= 4 ? Math.min(WINDOW_MAX, size * 2) : Math.max(WINDOW_MIN, size >> 1);
