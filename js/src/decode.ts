@@ -330,14 +330,15 @@ const MISS = Symbol("miss");
  * generated for REF keys: their bytes change from payload to payload. Valid only in the
  * decode that made it.
  */
-type TemplateRead = (d: BodyDecoder, values: unknown[], words: Int32Array, masks: Int32Array, lens: Uint8Array, charges: Int32Array, pos: Int32Array) => unknown;
+type TemplateRead = (d: BodyDecoder, tpl: KeyTemplate) => unknown;
 
 /**
  * A function reading a dict of one key sequence by a template of this decode (KeyTemplate):
  * a RecordReader whose key bytes are not constants but the template's words, so that it
- * serves the REF keys of Python's payloads. It notes where each key starts in pos; at the
- * first key that differs it stores the values read so far, leaves the position there, sets
- * missAt and returns MISS. Generated once per sequence, when it has a record maker.
+ * serves the REF keys of Python's payloads. At the first key that differs it stores the
+ * values read so far and where their keys started in the decoder's missValues and missPos,
+ * leaves the position there, sets missAt and returns MISS. Generated once per sequence,
+ * when it has a record maker.
  */
 function templateReader(node: KeyNode): TemplateRead | null {
   if (node.tplRead !== undefined) return node.tplRead;
@@ -345,16 +346,18 @@ function templateReader(node: KeyNode): TemplateRead | null {
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
   const keys = node.keys();
-  let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, c = 0;\n";
+  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0;\n";
   for (let i = 0; i < keys.length; i++) {
-    const saved = keys.slice(0, i).map((_, j) => `values[${j}] = v${j}; `).join("");
-    body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) { ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
-    body += `P[${i}] = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; d.place = N[${i + 1}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
-    body += `if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+    const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; P[${j}] = q${j}; `).join("");
+    const missed = `{ const V = d.missValues, P = d.missPos; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }`;
+    body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) ${missed}\n`;
+    body += `const q${i} = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    // The place (see BodyDecoder.place) matters only to a dict, read by the fast path.
+    body += `if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
   }
   body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
   try {
-    node.tplRead = new Function("N", "MISS", `return function (d, values, W, M, L, C, P) {\n${body}\n};`)(nodes, MISS);
+    node.tplRead = new Function("N", "MISS", `return function (d, T) {\n${body}\n};`)(nodes, MISS);
   } catch {
     // code generation refused (a content security policy): fastRecord's loop reads it
   }
@@ -585,6 +588,9 @@ export class BodyDecoder {
   private place: KeyNode | null = null;
   /** Where a RecordReader that returned MISS stopped (the index of the key). */
   missAt = 0;
+  /** What a template's reader read before it missed (see templateReader). */
+  readonly missValues: unknown[] = newArray(MAX_RECORD_KEYS);
+  readonly missPos = new Int32Array(MAX_RECORD_KEYS);
   /** A dict key that is not a str, read by trieKey. */
   private otherKey: unknown = undefined;
   /** fastRecord's value arrays, one per depth, and the deepest used in this decode. */
@@ -1151,6 +1157,17 @@ export class BodyDecoder {
       if (n * 2 > this.end - this.pos) throw this.err("length_too_large", at, `dict declares ${n} pairs but only ${this.end - this.pos} bytes are left`);
     }
     this.charge(cost.dict(n), at);
+    const place = this.place;
+    const holder = place === null ? keyTrie : firstKeyHints(place);
+    const tpl = holder.tpl;
+    const tplRead = tpl !== null && tpl.n === n && holder.tplDecode === this.decodeId ? tpl.read : undefined;
+    // The common record first: a reader by the template, with no array to fetch.
+    const record = tplRead !== undefined && tplRead !== null ? tplRead(this, tpl!) : MISS;
+    if (record !== MISS) {
+      this.place = place;
+      this.depth--;
+      return record;
+    }
     const depth = this.depth;
     let values = this.recordValues[depth];
     if (values === undefined || values.length < n) values = this.recordValues[depth] = newArray(Math.max(n, 8));
@@ -1158,22 +1175,18 @@ export class BodyDecoder {
     let pos = this.recordKeyPos[depth];
     if (pos === undefined) pos = this.recordKeyPos[depth] = new Int32Array(MAX_RECORD_KEYS);
     if (depth > this.recordDepth) this.recordDepth = depth;
-    const place = this.place;
-    const holder = place === null ? keyTrie : firstKeyHints(place);
     let node = keyTrie, hints = holder, i = 0;
     const firstKeyAt = this.pos;
-    const tpl = holder.tpl;
     // Keys read by the template: as many as its first ones the dict wrote alike.
     let fromTpl = 0;
-    const tplRead = tpl !== null && tpl.n === n && holder.tplDecode === this.decodeId ? tpl.read : undefined;
     if (tplRead !== undefined && tplRead !== null) {
-      const obj = tplRead(this, values, tpl!.words, tpl!.masks, tpl!.lens, tpl!.charges, pos);
-      if (obj !== MISS) {
-        this.place = place;
-        this.depth--;
-        return obj;
-      }
+      // The reader missed at key missAt: what it read is in missValues and missPos.
       i = fromTpl = this.missAt;
+      for (let k = 0; k < i; k++) {
+        values[k] = this.missValues[k];
+        pos[k] = this.missPos[k];
+      }
+      this.missValues.fill(undefined, 0, i);
       if (i > 0) node = hints = tpl!.nodes[i];
     } else if (tplRead === null) {
       const dv = this.dv(), end = this.end, t = tpl!, words = t.words, masks = t.masks, lens = t.lens, charges = t.charges, nodes = t.nodes;
