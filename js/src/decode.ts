@@ -98,6 +98,15 @@ class Frame {
   hashCounts: Uint8Array | null = null;
 }
 
+/** The generated readers' branches for the commonest values after small ints (b, e, dv, p,
+ * t and x in scope, t the tag at p, which is inside the input): a SHORT_STR by its reader,
+ * and a FLOAT64 holding a non-integral number (of the fast path's checks, charge and
+ * result; any other float, and one the input cannot hold, by the fast path). */
+function VALUE_READS(v: string): string {
+  return `else if (t < 0x58) { ${v} = d.shortStr(t - 0x40, p); p = d.pos; }
+    else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { d.charge(${cost.SCALAR}, p); ${v} = x; p += 9; }`;
+}
+
 type RecordMaker = (values: unknown[], info: ClassInfo) => object;
 /** Reads the values of a plain record of one field list at the decoder's position (each a
  * small int inline, else by the fast path) and makes the record. */
@@ -132,9 +141,9 @@ function recordFactory(shape: Shape): RecordMaker | null {
       try {
         const args = [...fields.map((_, i) => `a${i}`), "I"].join(", ");
         const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = a${i};`).join(" ");
-        let body = "const b = d.buf, e = d.end; let p = d.pos, t = 0;\n";
+        let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0;\n";
         for (let i = 0; i < fields.length; i++) {
-          body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+          body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
         }
         body += `d.pos = p;\nreturn new R(${[...fields.map((_, i) => `v${i}`), "I"].join(", ")});`;
         made = new Function("S", `function R(${args}) { ${sets} this[S] = I; }
@@ -346,14 +355,14 @@ function templateReader(node: KeyNode): TemplateRead | null {
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
   const keys = node.keys();
-  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0;\n";
+  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0, x = 0;\n";
   for (let i = 0; i < keys.length; i++) {
     const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; P[${j}] = q${j}; `).join("");
     const missed = `{ const V = d.missValues, P = d.missPos; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }`;
     body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) ${missed}\n`;
     body += `const q${i} = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
     // The place (see BodyDecoder.place) matters only to a dict, read by the fast path.
-    body += `if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
+    body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
   }
   body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
   try {
