@@ -579,6 +579,8 @@ export class BodyDecoder {
   private maxDepth!: number;
   private options!: ValueOptions;
   private objectDicts!: boolean;
+  /** Placeholders as plain records (option placeholders: "plain"). */
+  private plainRecords!: boolean;
   private depth = 0;
   private spent!: number;
   private maxAlloc!: number;
@@ -650,6 +652,7 @@ export class BodyDecoder {
     this.options = options;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
     this.objectDicts = options.dicts === "object";
+    this.plainRecords = options.placeholders === "plain";
     this.depth = 0;
     this.spent = spent;
     this.maxAlloc = maxAlloc;
@@ -916,7 +919,7 @@ export class BodyDecoder {
         const s = at + 1 < this.end ? this.buf[at + 1] : 0;
         if (s !== 0 && s < 0x80 && s <= this.shapes.length) {
           const shape = this.shapes[s - 1];
-          if (shape.allowed === null && shape.kind === "ATTRS" && shape.fields!.length > 0) return this.fastObject(shape, at);
+          if (shape.placeholderAttrs) return this.fastObject(shape, at);
         }
         v = this.untracedValue();
         break;
@@ -2319,7 +2322,7 @@ export class BodyDecoder {
    * the values, with no frame. A plain record is made from them by its shape's factory; a
    * placeholder holds them. */
   private fastObject(shape: Shape, at: number): unknown {
-    const plain = this.options.placeholders === "plain";
+    const plain = this.plainRecords;
     const factory = !plain ? null : shape.factory !== undefined ? shape.factory : recordFactory(shape);
     // No factory (a field named __proto__, too many fields): the machine's record frame.
     if (plain && factory === null) return this.machineValue();
@@ -2440,7 +2443,10 @@ export class BodyDecoder {
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
     // Every property from the start (factory too): one hidden class for all shapes.
-    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined };
+    const shape: Shape = {
+      module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined,
+      placeholderAttrs: allowed === null && kind === "ATTRS" && fields !== null && fields.length > 0,
+    };
     this.shapes.push(shape);
     return shape;
   }

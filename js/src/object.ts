@@ -66,6 +66,8 @@ export interface Shape {
   factory?: ((values: unknown[], info: ClassInfo) => object) | null;
   /** Reads the values and makes the plain record (made with the factory; see recordFactory). */
   read?: ((decoder: any, info: ClassInfo) => object) | null;
+  /** A placeholder of ATTRS with fields (the fast path's OBJECT, see fastObject). */
+  placeholderAttrs?: boolean;
 }
 
 /** The class of a plain record (decode option placeholders: "plain"). */
