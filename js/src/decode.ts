@@ -232,9 +232,9 @@ class KeyNode {
    * the decode numbered tplDecode (see KeyTemplate), or null. */
   tpl: KeyTemplate | null = null;
   tplDecode = 0;
-  /** The reader of this sequence by a template (see templateReader): undefined until made,
-   * null when it cannot be. */
-  tplRead: TemplateRead | null | undefined = undefined;
+  /** The readers of this sequence by a template (see templateReader), by the key lengths
+   * and charges they were made for; null when code generation was refused. */
+  tplReads: Map<string, TemplateRead | null> | null = null;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -349,9 +349,17 @@ type TemplateRead = (d: BodyDecoder, tpl: KeyTemplate) => unknown;
  * leaves the position there, sets missAt and returns MISS. Generated once per sequence,
  * when it has a record maker.
  */
-function templateReader(node: KeyNode): TemplateRead | null {
-  if (node.tplRead !== undefined) return node.tplRead;
-  node.tplRead = null;
+function templateReader(node: KeyNode, tpl: KeyTemplate): TemplateRead | null {
+  // Specialized to the template's key lengths and charges (one payload writes its keys
+  // alike: a REF of 2 bytes charges nothing), a few variants per sequence, then one generic.
+  let sig = "";
+  for (let i = 0; i < tpl.n; i++) sig += `${tpl.lens[i]}${tpl.charges[i] === 0 ? "r" : "s"}`;
+  const reads = (node.tplReads ??= new Map());
+  let read = reads.get(sig);
+  if (read !== undefined) return read;
+  const generic = reads.size >= 8;
+  if (generic && (read = reads.get("")) !== undefined) return read;
+  read = null;
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
   const keys = node.keys();
@@ -359,18 +367,26 @@ function templateReader(node: KeyNode): TemplateRead | null {
   for (let i = 0; i < keys.length; i++) {
     const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; P[${j}] = q${j}; `).join("");
     const missed = `{ const V = d.missValues, P = d.missPos; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }`;
-    body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) ${missed}\n`;
-    body += `const q${i} = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    if (generic) {
+      body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) ${missed}\n`;
+      body += `const q${i} = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    } else {
+      const len = tpl.lens[i];
+      const charge = tpl.charges[i] === 0 ? "" : `d.charge(${tpl.charges[i]}, p); `;
+      body += `if (e - p < 4 || (dv.getInt32(p, true) & ${tpl.masks[i]}) !== W[${i}]) ${missed}\n`;
+      body += `const q${i} = p; ${charge}p += ${len}; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    }
     // The place (see BodyDecoder.place) matters only to a dict, read by the fast path.
     body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
   }
   body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
   try {
-    node.tplRead = new Function("N", "MISS", `return function (d, T) {\n${body}\n};`)(nodes, MISS);
+    read = new Function("N", "MISS", `return function (d, T) {\n${body}\n};`)(nodes, MISS) as TemplateRead;
   } catch {
     // code generation refused (a content security policy): fastRecord's loop reads it
   }
-  return node.tplRead ?? null;
+  reads.set(generic ? "" : sig, read);
+  return read;
 }
 
 class KeyTemplate {
@@ -1310,7 +1326,7 @@ export class BodyDecoder {
       tpl.masks[i] = len === 4 ? -1 : (1 << (8 * len)) - 1;
       tpl.lens[i] = len;
     }
-    tpl.read = node.make ? templateReader(node) : null;
+    tpl.read = node.make ? templateReader(node, tpl) : null;
     holder.tpl = tpl;
     holder.tplDecode = this.decodeId;
   }
