@@ -349,7 +349,7 @@ type TemplateRead = (d: BodyDecoder, tpl: KeyTemplate) => unknown;
  * leaves the position there, sets missAt and returns MISS. Generated once per sequence,
  * when it has a record maker.
  */
-function templateReader(node: KeyNode, tpl: KeyTemplate): TemplateRead | null {
+function templateReader(node: KeyNode, tpl: KeyTemplate, d: { makerBudget: number }): TemplateRead | null {
   // Specialized to the template's key lengths and charges (one payload writes its keys
   // alike: a REF of 2 bytes charges nothing), a few variants per sequence, then one generic.
   let sig = "";
@@ -359,6 +359,10 @@ function templateReader(node: KeyNode, tpl: KeyTemplate): TemplateRead | null {
   if (read !== undefined) return read;
   const generic = reads.size >= 8;
   if (generic && (read = reads.get("")) !== undefined) return read;
+  // Each one generated counts against the decode's budget of generated functions (see
+  // recordMaker); past it, the template's loop in fastRecord reads the dict.
+  if (d.makerBudget <= 0) return null;
+  d.makerBudget--;
   read = null;
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
@@ -1326,7 +1330,7 @@ export class BodyDecoder {
       tpl.masks[i] = len === 4 ? -1 : (1 << (8 * len)) - 1;
       tpl.lens[i] = len;
     }
-    tpl.read = node.make ? templateReader(node, tpl) : null;
+    tpl.read = node.make ? templateReader(node, tpl, this) : null;
     holder.tpl = tpl;
     holder.tplDecode = this.decodeId;
   }
