@@ -99,12 +99,14 @@ class Frame {
 }
 
 /** The generated readers' branches for the commonest values after small ints (b, e, dv, p,
- * t and x in scope, t the tag at p, which is inside the input): a SHORT_STR by its reader,
- * and a FLOAT64 holding a non-integral number (of the fast path's checks, charge and
- * result; any other float, and one the input cannot hold, by the fast path). */
+ * t and x in scope, t the tag at p, which is inside the input): a SHORT_STR by its reader;
+ * a FLOAT64 holding a non-integral number (of the fast path's checks, charge and result;
+ * any other float, and one the input cannot hold, by the fast path); and, as the fast path
+ * takes them (no charge), SMALL_NEG, None, False and True. */
 function VALUE_READS(v: string): string {
   return `else if (t < 0x58) { ${v} = d.shortStr(t - 0x40, p); p = d.pos; }
-    else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { d.charge(${cost.SCALAR}, p); ${v} = x; p += 9; }`;
+    else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { d.charge(${cost.SCALAR}, p); ${v} = x; p += 9; }
+    else if (t >= 0x80 && t < 0x93) { ${v} = t < 0x90 ? t - 0x90 : t === 0x90 ? null : t === 0x92; p++; }`;
 }
 
 type RecordMaker = (values: unknown[], info: ClassInfo) => object;
