@@ -38,11 +38,10 @@ export function asciiString(b: Uint8Array, p: number, n: number): string | null 
   }
 }
 
-/** Below this length a str's bytes are tested one by one, not a word at a time. */
-export const WINDOW_SHORT = 16;
-const WINDOW_MIN = 1024;
-const WINDOW_MAX = 65536;
-const WINDOW_START = 4096;
+const WINDOW_MIN = 512;
+/** The most input text a decoded str can keep alive (see AsciiWindow). */
+const WINDOW_MAX = 2048;
+const WINDOW_START = WINDOW_MAX;
 
 /** The latin1 text of some bytes: one character per byte (windows-1252 in a browser, which
  * differs from latin1 only above 0x7f, where no str is cut). */
@@ -58,18 +57,26 @@ if (latin1Slice !== undefined) {
   }
 }
 
+/** From this length a str is made on its own: one native call is small against its copy. */
+const OWN_TEXT = 256;
+
 /**
  * ASCII strs cut out of a window of the input decoded as latin1 text in one call. Making a
  * string costs a native call or a character-by-character build (50 to 300 ns for a URL); a
- * substring of 13 characters or more of a flat string is a sliced string, made in about 12
- * ns whatever its length, and a shorter one is copied by V8's substring builtin, still about
- * a third faster than String.fromCharCode of its bytes. The window's bytes need no check:
- * only spans found ASCII are cut, and there latin1 is ASCII.
+ * substring of a flat string takes about 10 ns. The window's bytes need no check: only spans
+ * found ASCII are cut, and there latin1 is ASCII.
  *
- * A sliced string keeps its window alive: a decoded value that outlives the rest of its
- * payload may hold up to WINDOW_MAX bytes (1 per byte of input) besides its own. The window
- * grows while each one serves several strs and shrinks while it serves few, so that a
- * payload of rare strs does not copy a window per str.
+ * A substring of 13 characters or more (V8's SlicedString::kMinLength) is a view that keeps
+ * its whole window alive for as long as it lives, so the window's size is what one kept str
+ * can hold of its payload: WINDOW_MAX, 2 KiB. Windows of up to 64 KiB kept 64 KiB per payload
+ * for a caller keeping one small str of each. Making every str of 13 characters or more on
+ * its own instead (latin1Slice, about 70 ns) measured 20 to 35% slower decodes of
+ * github_issues, employees and rowset_1000, most of whose strs are 13 to 128 characters;
+ * 2 KiB windows cost one native call per 2 KiB of strs, and each byte is copied once. Strs
+ * of OWN_TEXT bytes and more are made on their own and keep nothing.
+ *
+ * The window shrinks (to WINDOW_MIN) while each one serves few strs, so that a payload of
+ * rare strs does not copy 2 KiB per str, and grows back while they are many.
  */
 export class AsciiWindow {
   private text = "";
@@ -77,11 +84,6 @@ export class AsciiWindow {
   private end = 0;
   private size = WINDOW_START;
   private served = 0;
-  /** The input as 32-bit words (for the ASCII test), made at the first long str. */
-  private words: Uint32Array | null = null;
-  private wordsOf: ArrayBufferLike | null = null;
-  /** buffer index + base = byte offset in the ArrayBuffer */
-  private base = 0;
   readonly enabled = latin1Text !== null;
 
   /** Forgets the input and the window (after a decode). */
@@ -90,39 +92,11 @@ export class AsciiWindow {
     this.start = this.end = 0;
     this.size = WINDOW_START;
     this.served = 0;
-    this.words = null;
-    this.wordsOf = null;
-  }
-
-  /** Whether the n bytes at p are all ASCII: a word at a time past the first aligned one. */
-  isAscii(b: Uint8Array, p: number, n: number): boolean {
-    let words = this.words;
-    if (words === null || this.wordsOf !== b.buffer) {
-      words = this.words = new Uint32Array(b.buffer, 0, b.buffer.byteLength >>> 2);
-      this.wordsOf = b.buffer;
-      this.base = b.byteOffset;
-    }
-    const base = this.base;
-    const e = p + n;
-    let or = 0;
-    let i = p;
-    // The first index whose byte in the ArrayBuffer starts a word.
-    const aligned = ((p + base + 3) & ~3) - base;
-    if (aligned + 4 > e) {
-      for (; i < e; i++) or |= b[i];
-      return or < 0x80;
-    }
-    for (; i < aligned; i++) or |= b[i];
-    let w = (aligned + base) >>> 2;
-    const wordsEnd = (e + base) >>> 2;
-    for (; w + 2 <= wordsEnd; w += 2) or |= words[w] | words[w + 1];
-    if (w < wordsEnd) or |= words[w];
-    for (i = (wordsEnd << 2) - base; i < e; i++) or |= b[i];
-    return (or & 0x80808080) === 0;
   }
 
   /** The str of the ASCII bytes [s, e) of b, which ends at `limit` (the body's end). */
   slice(b: Uint8Array, s: number, e: number, limit: number): string {
+    if (e - s >= OWN_TEXT) return latin1Text!(b, s, e);
     if (s < this.start || e > this.end) {
       let size = this.size;
       size = this.served >= 4 ? Math.min(WINDOW_MAX, size * 2) : Math.max(WINDOW_MIN, size >> 1);

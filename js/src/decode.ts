@@ -5,7 +5,7 @@
 import { decodeError, ClassNotAllowedError, DecodeError } from "./errors.js";
 import { VarintReader } from "./varint.js";
 import { decodeUtf8, decodeUtf8Surrogates, encodeUtf8, hasLoneSurrogate } from "./utf8.js";
-import { asciiString, AsciiWindow, WINDOW_SHORT } from "./ascii.js";
+import { asciiString, AsciiWindow } from "./ascii.js";
 import { cost, SMALL_INT_MIN, SMALL_INT_MAX } from "./limits.js";
 import { Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, OBJECT_KINDS, CLASS, creationOf, type ObjectKind } from "./types.js";
 import { ExtCode, EXT_NAMES, MAX_EXT_CODE } from "./ext/base.js";
@@ -98,47 +98,74 @@ class Frame {
   hashCounts: Uint8Array | null = null;
 }
 
-type RecordMaker = (values: unknown[], info: ClassInfo) => object;
+/** The generated readers' branches for the commonest values after small ints (b, e, dv, p,
+ * t and x in scope, t the tag at p, which is inside the input): a SHORT_STR by its reader;
+ * a FLOAT64 holding a non-integral number (of the fast path's checks, charge and result;
+ * any other float, and one the input cannot hold, by the fast path); and, as the fast path
+ * takes them (no charge), SMALL_NEG, None, False and True. */
+function VALUE_READS(v: string): string {
+  return `else if (t < 0x58) { ${v} = d.shortStr(t - 0x40, p); p = d.pos; }
+    else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { d.charge(${cost.SCALAR}, p); ${v} = x; p += 9; }
+    else if (t >= 0x80 && t < 0x93) { ${v} = t < 0x90 ? t - 0x90 : t === 0x90 ? null : t === 0x92; p++; }`;
+}
 
-/** Record makers by field list, shared by all decodes (a payload's shapes are its own, but the
- * classes recur from payload to payload); bounded, past it new field lists are not kept. */
-const recordMakers = new Map<string, RecordMaker | null>();
+type RecordMaker = (values: unknown[], info: ClassInfo) => object;
+/** Reads the values of a plain record of one field list at the decoder's position (each a
+ * small int inline, else by the fast path) and makes the record. */
+type RecordRead = (d: BodyDecoder, info: ClassInfo) => object;
+
+/** Record makers and readers by field list, shared by all decodes (a payload's shapes are
+ * its own, but the classes recur from payload to payload); bounded, past it new field lists
+ * are not kept. */
+const recordMakers = new Map<string, { make: RecordMaker; read: RecordRead } | null>();
 const MAX_RECORD_MAKERS = 4096;
 /** One record of each maker, of undefined fields, kept so that its hidden class lives: V8
  * holds the classes made by adding properties weakly, and when a full GC finds no record of
  * one left it drops the class, and with it the optimized decoder code that knew it. */
 const recordSamples: object[] = [];
 
-/** The function that makes a plain record of a shape, or null where that cannot be done (a
- * field named __proto__, too many fields, code generation refused by a content security
- * policy). It is a constructor whose prototype is Object.prototype, so its objects are plain;
- * it sets the fields, then the CLASS symbol: measured a third faster than an object literal,
- * which a computed (symbol) key takes off V8's fast literal path. */
+/** The functions that make a plain record of a shape (sets shape.factory and shape.read), or
+ * null where that cannot be done (a field named __proto__, too many fields, code generation
+ * refused by a content security policy). Both call one constructor of the fields' values
+ * and the class, whose prototype is Object.prototype, so its objects are plain and of one
+ * hidden class: it sets the fields, then the CLASS symbol, measured a third faster than an
+ * object literal, which a computed (symbol) key takes off V8's fast literal path. The reader,
+ * unrolled, keeps the values in locals: no array between the input and the record. */
 function recordFactory(shape: Shape): RecordMaker | null {
   if (shape.factory !== undefined) return shape.factory;
   const fields = shape.fields!;
   // JSON, not a join: a field name may hold any character, NUL included.
   const key = JSON.stringify(fields);
-  let make = recordMakers.get(key);
-  if (make === undefined) {
-    make = null;
+  let made = recordMakers.get(key);
+  if (made === undefined) {
+    made = null;
     if (fields.length <= 64 && !fields.includes("__proto__")) {
       try {
-        const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = v[${i}];`).join(" ");
-        make = new Function("S", `function R(v, I) { ${sets} this[S] = I; }
+        const args = [...fields.map((_, i) => `a${i}`), "I"].join(", ");
+        const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = a${i};`).join(" ");
+        let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0;\n";
+        for (let i = 0; i < fields.length; i++) {
+          body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+        }
+        body += `d.pos = p;\nreturn new R(${[...fields.map((_, i) => `v${i}`), "I"].join(", ")});`;
+        made = new Function("S", `function R(${args}) { ${sets} this[S] = I; }
           R.prototype = Object.prototype;
-          return function (v, I) { return new R(v, I); };`)(CLASS) as RecordMaker;
+          return {
+            make: function (v, I) { return new R(${[...fields.map((_, i) => `v[${i}]`), "I"].join(", ")}); },
+            read: function (d, I) {\n${body}\n},
+          };`)(CLASS) as { make: RecordMaker; read: RecordRead };
       } catch {
-        make = null;
+        made = null;
       }
     }
     if (recordMakers.size < MAX_RECORD_MAKERS) {
-      recordMakers.set(key, make);
-      if (make !== null) recordSamples.push(make(new Array(fields.length).fill(undefined), shape.info));
+      recordMakers.set(key, made);
+      if (made !== null) recordSamples.push(made.make(new Array(fields.length).fill(undefined), shape.info));
     }
   }
-  shape.factory = make;
-  return make;
+  shape.factory = made === null ? null : made.make;
+  shape.read = made === null ? null : made.read;
+  return shape.factory;
 }
 
 const MAX_RECORD_KEYS = 64;
@@ -203,6 +230,13 @@ class KeyNode {
   /** As a place's hints (the root, or a firstKeys node): the reader that last read a dict
    * there, tried first on the next. */
   lastReader: RecordReader | null = null;
+  /** As a place's hints: the keys of the dict read last there, as written in the input of
+   * the decode numbered tplDecode (see KeyTemplate), or null. */
+  tpl: KeyTemplate | null = null;
+  tplDecode = 0;
+  /** The readers of this sequence by a template (see templateReader), by the key lengths
+   * and charges they were made for; null when code generation was refused. */
+  tplReads: Map<string, TemplateRead | null> | null = null;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -298,6 +332,88 @@ class RecordReader {
   ) {}
 }
 const MISS = Symbol("miss");
+
+/**
+ * The keys of a dict as its input wrote them, each in at most 4 bytes: a REF (as Python
+ * writes every repeated key) or an untracked SHORT_STR of up to 3 bytes. The next dict at the
+ * same place whose key bytes are the same, compared a 32-bit load at a time, has the same keys
+ * (a REF to the same offset is the same str), with no trie walk, and no reader can be
+ * generated for REF keys: their bytes change from payload to payload. Valid only in the
+ * decode that made it.
+ */
+type TemplateRead = (d: BodyDecoder, tpl: KeyTemplate) => unknown;
+
+/**
+ * A function reading a dict of one key sequence by a template of this decode (KeyTemplate):
+ * a RecordReader whose key bytes are not constants but the template's words, so that it
+ * serves the REF keys of Python's payloads. At the first key that differs it stores the
+ * values read so far and where their keys started in the decoder's missValues and missPos,
+ * leaves the position there, sets missAt and returns MISS. Generated once per sequence,
+ * when it has a record maker.
+ */
+function templateReader(node: KeyNode, tpl: KeyTemplate, d: { makerBudget: number }): TemplateRead | null {
+  // Specialized to the template's key lengths and charges (one payload writes its keys
+  // alike: a REF of 2 bytes charges nothing), a few variants per sequence, then one generic.
+  let sig = "";
+  for (let i = 0; i < tpl.n; i++) sig += `${tpl.lens[i]}${tpl.charges[i] === 0 ? "r" : "s"}`;
+  const reads = (node.tplReads ??= new Map());
+  let read = reads.get(sig);
+  if (read !== undefined) return read;
+  const generic = reads.size >= 8;
+  if (generic && (read = reads.get("")) !== undefined) return read;
+  // Each one generated counts against the decode's budget of generated functions (see
+  // recordMaker); past it, the template's loop in fastRecord reads the dict.
+  if (d.makerBudget <= 0) return null;
+  d.makerBudget--;
+  read = null;
+  const nodes = new Array<KeyNode>(node.depth + 1);
+  for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
+  const keys = node.keys();
+  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0, x = 0;\n";
+  for (let i = 0; i < keys.length; i++) {
+    const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; P[${j}] = q${j}; `).join("");
+    const missed = `{ const V = d.missValues, P = d.missPos; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }`;
+    if (generic) {
+      body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) ${missed}\n`;
+      body += `const q${i} = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    } else {
+      const len = tpl.lens[i];
+      const charge = tpl.charges[i] === 0 ? "" : `d.charge(${tpl.charges[i]}, p); `;
+      body += `if (e - p < 4 || (dv.getInt32(p, true) & ${tpl.masks[i]}) !== W[${i}]) ${missed}\n`;
+      body += `const q${i} = p; ${charge}p += ${len}; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    }
+    // The place (see BodyDecoder.place) matters only to a dict, read by the fast path.
+    body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
+  }
+  body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
+  try {
+    read = new Function("N", "MISS", `return function (d, T) {\n${body}\n};`)(nodes, MISS) as TemplateRead;
+  } catch {
+    // code generation refused (a content security policy): fastRecord's loop reads it
+  }
+  reads.set(generic ? "" : sig, read);
+  return read;
+}
+
+class KeyTemplate {
+  /** Each key's bytes, little-endian, and the mask of its length. */
+  readonly words: Int32Array;
+  readonly masks: Int32Array;
+  /** Each key's length, and its charge (a SHORT_STR's; nothing for a REF). */
+  readonly lens: Uint8Array;
+  readonly charges: Int32Array;
+  /** nodes[i]: the trie node of the first i keys. */
+  readonly nodes: KeyNode[];
+  /** The reader of the keys' sequence, or null (see templateReader). */
+  read: TemplateRead | null = null;
+  constructor(readonly n: number) {
+    this.words = new Int32Array(n);
+    this.masks = new Int32Array(n);
+    this.lens = new Uint8Array(n);
+    this.charges = new Int32Array(n);
+    this.nodes = new Array<KeyNode>(n + 1);
+  }
+}
 
 /** The reader of a node's key sequence (see RecordReader), made with its record maker;
  * null when one of its keys is not a SHORT_STR (more than 23 bytes, or holding a lone
@@ -485,6 +601,8 @@ export class BodyDecoder {
   private maxDepth!: number;
   private options!: ValueOptions;
   private objectDicts!: boolean;
+  /** Placeholders as plain records (option placeholders: "plain"). */
+  private plainRecords!: boolean;
   private depth = 0;
   private spent!: number;
   private maxAlloc!: number;
@@ -503,10 +621,15 @@ export class BodyDecoder {
   private place: KeyNode | null = null;
   /** Where a RecordReader that returned MISS stopped (the index of the key). */
   missAt = 0;
+  /** What a template's reader read before it missed (see templateReader). */
+  readonly missValues: unknown[] = newArray(MAX_RECORD_KEYS);
+  readonly missPos = new Int32Array(MAX_RECORD_KEYS);
   /** A dict key that is not a str, read by trieKey. */
   private otherKey: unknown = undefined;
   /** fastRecord's value arrays, one per depth, and the deepest used in this decode. */
   private recordValues: unknown[][] = [];
+  /** fastRecord's key offsets, one array per depth (see keepTemplate). */
+  private recordKeyPos: Int32Array[] = [];
   private recordDepth = 0;
   /** How many more record makers this decode may generate (see recordMaker). */
   makerBudget = 0;
@@ -551,6 +674,7 @@ export class BodyDecoder {
     this.options = options;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
     this.objectDicts = options.dicts === "object";
+    this.plainRecords = options.placeholders === "plain";
     this.depth = 0;
     this.spent = spent;
     this.maxAlloc = maxAlloc;
@@ -771,12 +895,29 @@ export class BodyDecoder {
     this.charge(cost.str(n), at);
     this.pos = end;
     const buf = this.buf;
-    let or = 0;
-    for (let i = start; i < end; i++) or |= buf[i];
-    if (or < 0x80) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
+    if (this.isAsciiSpan(start, end)) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
     const s = decodeUtf8(buf, start, end);
     if (s === null) throw this.err("invalid_utf8", start);
     return s;
+  }
+
+  /** Whether the bytes [start, end) of the input are all ASCII: from 4 bytes on, 32 bits at
+   * a time (unaligned little-endian loads, the last one overlapping), a third of a byte
+   * loop's time on a 10-byte str, and no typed array of the input to make or check. */
+  private isAsciiSpan(start: number, end: number): boolean {
+    if (end - start < 4) {
+      const buf = this.buf;
+      let or = 0;
+      for (let i = start; i < end; i++) or |= buf[i];
+      return or < 0x80;
+    }
+    const dv = this.dv();
+    const last = end - 4;
+    let or = dv.getInt32(last, true);
+    let i = start;
+    for (; i + 8 <= last; i += 8) or |= dv.getInt32(i, true) | dv.getInt32(i + 4, true);
+    if (i < last) or |= dv.getInt32(i, true);
+    return (or & 0x80808080) === 0;
   }
 
   /** The rest of fast(): a value of any other tag. */
@@ -800,7 +941,7 @@ export class BodyDecoder {
         const s = at + 1 < this.end ? this.buf[at + 1] : 0;
         if (s !== 0 && s < 0x80 && s <= this.shapes.length) {
           const shape = this.shapes[s - 1];
-          if (shape.allowed === null && shape.kind === "ATTRS" && shape.fields!.length > 0) return this.fastObject(shape, at);
+          if (shape.placeholderAttrs) return this.fastObject(shape, at);
         }
         v = this.untracedValue();
         break;
@@ -1050,24 +1191,67 @@ export class BodyDecoder {
       if (n * 2 > this.end - this.pos) throw this.err("length_too_large", at, `dict declares ${n} pairs but only ${this.end - this.pos} bytes are left`);
     }
     this.charge(cost.dict(n), at);
+    const place = this.place;
+    const holder = place === null ? keyTrie : firstKeyHints(place);
+    const tpl = holder.tpl;
+    const tplRead = tpl !== null && tpl.n === n && holder.tplDecode === this.decodeId ? tpl.read : undefined;
+    // The common record first: a reader by the template, with no array to fetch.
+    const record = tplRead !== undefined && tplRead !== null ? tplRead(this, tpl!) : MISS;
+    if (record !== MISS) {
+      this.place = place;
+      this.depth--;
+      return record;
+    }
     const depth = this.depth;
     let values = this.recordValues[depth];
     if (values === undefined || values.length < n) values = this.recordValues[depth] = newArray(Math.max(n, 8));
+    // Where each key was read, for the template (see KeyTemplate); per depth, as the values.
+    let pos = this.recordKeyPos[depth];
+    if (pos === undefined) pos = this.recordKeyPos[depth] = new Int32Array(MAX_RECORD_KEYS);
     if (depth > this.recordDepth) this.recordDepth = depth;
-    const place = this.place;
-    const holder = place === null ? keyTrie : firstKeyHints(place);
     let node = keyTrie, hints = holder, i = 0;
     const firstKeyAt = this.pos;
-    const reader = holder.lastReader;
-    if (reader !== null && reader.n === n) {
-      const obj = reader.read(this, values);
-      if (obj !== MISS) {
-        this.place = place;
-        this.depth--;
-        return obj;
+    // Keys read by the template: as many as its first ones the dict wrote alike.
+    let fromTpl = 0;
+    if (tplRead !== undefined && tplRead !== null) {
+      // The reader missed at key missAt: what it read is in missValues and missPos.
+      i = fromTpl = this.missAt;
+      for (let k = 0; k < i; k++) {
+        values[k] = this.missValues[k];
+        pos[k] = this.missPos[k];
       }
-      i = this.missAt;
-      if (i > 0) node = hints = reader.nodes[i];
+      this.missValues.fill(undefined, 0, i);
+      if (i > 0) node = hints = tpl!.nodes[i];
+    } else if (tplRead === null) {
+      const dv = this.dv(), end = this.end, t = tpl!, words = t.words, masks = t.masks, lens = t.lens, charges = t.charges, nodes = t.nodes;
+      for (; i < n; i++) {
+        const p = this.pos;
+        if (end - p < 4 || (dv.getInt32(p, true) & masks[i]) !== words[i]) break;
+        const c = charges[i];
+        if (c !== 0) this.charge(c, p);
+        pos[i] = p;
+        this.pos = p + lens[i];
+        this.place = nodes[i + 1];
+        values[i] = this.fast();
+      }
+      fromTpl = i;
+      if (i > 0) node = hints = nodes[i];
+    } else {
+      const reader = holder.lastReader;
+      if (reader !== null && reader.n === n) {
+        const obj = reader.read(this, values);
+        if (obj !== MISS) {
+          this.place = place;
+          this.depth--;
+          return obj;
+        }
+        i = this.missAt;
+        if (i > 0) {
+          node = hints = reader.nodes[i];
+          // The reader's keys were not noted in pos: no template of this dict.
+          fromTpl = -1;
+        }
+      }
     }
     for (; i < n; i++) {
       const keyAt = this.pos;
@@ -1077,6 +1261,7 @@ export class BodyDecoder {
         this.place = place;
         return this.recordToMachine(n, i, at, keyAt, node, next, values);
       }
+      pos[i] = keyAt;
       node = hints = next;
       this.place = next;
       values[i] = this.fast();
@@ -1084,22 +1269,72 @@ export class BodyDecoder {
     this.place = place;
     this.depth--;
     const make = node.make ?? recordMaker(node, this);
-    if (make !== null) {
-      // A sequence worth a maker is worth a reader, tried first at this place next time
-      // when its keys are short strs (REFs to keys, as Python writes them, are not).
-      const tag = this.buf[firstKeyAt];
-      if (tag >= 0x40 && tag < 0x58) {
-        const r = node.reader !== undefined ? node.reader : recordReader(node);
-        if (r !== null) holder.lastReader = r;
-      } else {
-        holder.lastReader = null;
+    if (fromTpl < n) {
+      // Read (at least in part) by the trie: the template of these keys, when they allow one.
+      if (fromTpl >= 0) this.keepTemplate(holder, node, pos, n);
+      if (make !== null) {
+        // A sequence worth a maker is worth a reader, tried first at this place next time
+        // when its keys are short strs (REFs to keys, as Python writes them, are not).
+        const tag = this.buf[firstKeyAt];
+        if (tag >= 0x40 && tag < 0x58) {
+          const r = node.reader !== undefined ? node.reader : recordReader(node);
+          if (r !== null) holder.lastReader = r;
+        } else {
+          holder.lastReader = null;
+        }
       }
-      return make(values);
     }
+    if (make !== null) return make(values);
     const obj: Record<string, unknown> = {};
     const keys = node.keys();
     for (let i = 0; i < n; i++) obj[keys[i]] = values[i];
     return obj;
+  }
+
+  /** Makes `holder`'s template (see KeyTemplate) the keys of the dict just read, of the trie
+   * node `node`, key i at pos[i] (each key ends where its value starts): when each is a REF
+   * or an untracked SHORT_STR in at most 4 bytes. Else the holder has none. */
+  private keepTemplate(holder: KeyNode, node: KeyNode, pos: Int32Array, n: number): void {
+    const buf = this.buf;
+    let tpl = holder.tpl;
+    holder.tpl = null;
+    for (let i = 0; i < n; i++) {
+      const p = pos[i], tag = buf[p];
+      // A REF's varint ends at its first byte below 0x80 (it was read whole, so it is there).
+      let len: number;
+      if (tag === 0x93) {
+        len = 2;
+        while (len <= 4 && buf[p + len - 1] >= 0x80) len++;
+      } else if (tag >= 0x40 && tag < 0x44) {
+        len = tag - 0x3f;
+      } else {
+        return;
+      }
+      if (len > 4) return;
+    }
+    if (tpl === null || tpl.n !== n) tpl = new KeyTemplate(n);
+    const nodes = tpl.nodes;
+    for (let k: KeyNode | null = node; k !== null; k = k.parent) nodes[k.depth] = k;
+    for (let i = 0; i < n; i++) {
+      const p = pos[i], tag = buf[p];
+      let len: number;
+      if (tag === 0x93) {
+        len = 2;
+        while (buf[p + len - 1] >= 0x80) len++;
+        tpl.charges[i] = 0;
+      } else {
+        len = tag - 0x3f;
+        tpl.charges[i] = cost.str(len - 1);
+      }
+      let w = 0;
+      for (let j = 0; j < len; j++) w |= buf[p + j] << (8 * j);
+      tpl.words[i] = w;
+      tpl.masks[i] = len === 4 ? -1 : (1 << (8 * len)) - 1;
+      tpl.lens[i] = len;
+    }
+    tpl.read = node.make ? templateReader(node, tpl, this) : null;
+    holder.tpl = tpl;
+    holder.tplDecode = this.decodeId;
   }
 
   /** fastRecord met, as key i, a key a literal cannot take (`next`, or otherKey when it is not
@@ -1675,6 +1910,15 @@ export class BodyDecoder {
 
   /** A container's count varint, checked against the remaining input (`per` bytes per item). */
   private containerCount(at: number, per: number): number {
+    // A one-byte count (the common case) without the varint reader.
+    const p = this.pos;
+    if (p < this.end) {
+      const b = this.buf[p];
+      if (b < 0x80 && b * per <= this.end - p - 1) {
+        this.pos = p + 1;
+        return b;
+      }
+    }
     const n = this.varint();
     const left = this.end - this.pos;
     if (typeof n !== "number" || n > Math.floor(left / per)) {
@@ -1692,13 +1936,7 @@ export class BodyDecoder {
     const buf = this.buf;
     if (!surrogates) {
       if (this.window.enabled) {
-        if (n < WINDOW_SHORT) {
-          let or = 0;
-          for (let i = start; i < end; i++) or |= buf[i];
-          if (or < 0x80) return this.window.slice(buf, start, end, this.end);
-        } else if (this.window.isAscii(buf, start, n)) {
-          return this.window.slice(buf, start, end, this.end);
-        }
+        if (this.isAsciiSpan(start, end)) return this.window.slice(buf, start, end, this.end);
       } else if (n <= 64) {
         const ascii = asciiString(buf, start, n);
         if (ascii !== null) return ascii;
@@ -2106,7 +2344,7 @@ export class BodyDecoder {
    * the values, with no frame. A plain record is made from them by its shape's factory; a
    * placeholder holds them. */
   private fastObject(shape: Shape, at: number): unknown {
-    const plain = this.options.placeholders === "plain";
+    const plain = this.plainRecords;
     const factory = !plain ? null : shape.factory !== undefined ? shape.factory : recordFactory(shape);
     // No factory (a field named __proto__, too many fields): the machine's record frame.
     if (plain && factory === null) return this.machineValue();
@@ -2116,13 +2354,9 @@ export class BodyDecoder {
     if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
     this.charge(cost.object(k), at);
     if (factory !== null) {
-      const depth = this.depth;
-      let values = this.recordValues[depth];
-      if (values === undefined || values.length < k) values = this.recordValues[depth] = newArray(Math.max(k, 8));
-      if (depth > this.recordDepth) this.recordDepth = depth;
-      for (let i = 0; i < k; i++) values[i] = this.fast();
+      const record = shape.read!(this, shape.info);
       this.depth--;
-      return factory(values, shape.info);
+      return record;
     }
     const values = newArray(k);
     const instance = new Placeholder(shape.module, shape.qualname, shape.kind, shape.fields, values);
@@ -2231,7 +2465,10 @@ export class BodyDecoder {
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
     // Every property from the start (factory too): one hidden class for all shapes.
-    const shape: Shape = { module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined };
+    const shape: Shape = {
+      module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined,
+      placeholderAttrs: allowed === null && kind === "ATTRS" && fields !== null && fields.length > 0,
+    };
     this.shapes.push(shape);
     return shape;
   }

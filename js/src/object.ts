@@ -64,6 +64,10 @@ export interface Shape {
   info: ClassInfo;
   /** Makes a plain record from the values (made on first use; null: not possible). */
   factory?: ((values: unknown[], info: ClassInfo) => object) | null;
+  /** Reads the values and makes the plain record (made with the factory; see recordFactory). */
+  read?: ((decoder: any, info: ClassInfo) => object) | null;
+  /** A placeholder of ATTRS with fields (the fast path's OBJECT, see fastObject). */
+  placeholderAttrs?: boolean;
 }
 
 /** The class of a plain record (decode option placeholders: "plain"). */

@@ -67,6 +67,16 @@ const recordSeeds = [
   encode([{ a: 1, b: "x" }, { a: 2, b: "y" }, { b: 3, a: 4 }, { a: [{ a: 1 }, { a: 2 }], b: null }]),
   // Runs of one key sequence, nested: read by generated readers once they are made.
   encode(Array.from({ length: 6 }, (_, i) => ({ id: i, name: `n${i}`, tags: [{ k: "x", v: i }, { k: "y", v: -i }], "é": null }))),
+  // As Python writes records: keys tracked once, then REFs (read by key templates), floats,
+  // a nested dict, and one record whose third key differs (a template's miss).
+  hexBytes(
+    "ab4101 7106 63 c161 01 c162 6e000000000000f83f c163 61 c164 4178" +
+      " 63 9303 02 9306 6e0000000000000440 9311 61 9314 4179" +
+      " 63 9303 03 9306 6e0000000000000040 9311 61 9314 417a" +
+      " 63 9303 04 9306 6e000000000000f43f 9314 4177" +
+      " 63 9303 05 9306 6e000000000000e03f 9311 61 9314 4176" +
+      " 63 9303 06 9306 90 9311 61 9314 4175",
+  ),
 ];
 const mutatedRecords = fc
   .tuple(fc.constantFrom(...recordSeeds), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 3 }))
