@@ -376,3 +376,30 @@ def test_threads_remembering_and_dropping_lists_each_get_their_own_classes() -> 
     assert not failures, failures[:5]
     gc.collect()
     assert len(refs) == 120 and all(ref() is None for ref in refs)
+
+
+def test_a_class_released_by_a_decoder_during_a_remembered_decode_is_refused() -> None:
+    # A remembered loads holds its classes weakly (the call's list holds them). A custom
+    # decoder that takes a class out of that list and drops its last reference mid-decode
+    # leaves it not allowed for the rest of the decode: a clear error, at the byte of the
+    # class's first instance, never a freed class.
+    first, gone, holder = _dataclass("KwKept2"), _dataclass("KwGone"), _dataclass("KwHolder")
+    types: list[Any] = [first, gone]
+    pending: list[Any] = []
+
+    def decode(state: Any) -> Any:
+        if pending:
+            types.remove(pending.pop())
+            gc.collect()
+        return ("held", state)
+
+    custom = [amber.CustomType(holder, lambda o: o.a, decode)]
+    data = amber.dumps([first(1), holder(0), gone(2)], custom=custom)
+    for _ in range(_REPEATS):
+        assert amber.loads(data, types=types, custom=custom) == [first(1), ("held", 0), gone(2)]
+    released = weakref.ref(gone)
+    pending.append(gone)
+    del gone
+    with pytest.raises(amber.ClassNotAllowedError, match="KwGone is not allowed"):
+        amber.loads(data, types=types, custom=custom)
+    assert released() is None
