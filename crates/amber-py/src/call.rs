@@ -14,21 +14,12 @@ use crate::{decode, encode, object};
 impl EncodeConfig {
     /// `dumps(obj)` with these options.
     pub fn dumps(&self, py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
-        dumps_with(
-            py,
-            obj,
-            self.options,
-            (self.custom.as_deref(), self.allowed.as_deref()),
-            self.buffer_callback.as_ref(),
-            &self.seal,
-        )
+        self.dumps_custom(py, obj, self.custom.as_deref())
     }
-}
 
-impl EncodeConfig {
     /// `dumps(obj)` with these options but `custom` for their custom encode functions: a
     /// keyword cache entry whose `custom=` list it cannot check keeps no table, and each
-    /// call makes its own from its list (see `fastcall::RememberedDumps`).
+    /// call makes its own from its list (see `fastcall::Remembered`).
     pub fn dumps_custom(
         &self,
         py: Python<'_>,

@@ -64,35 +64,31 @@ pub fn field(obj: *mut ffi::PyObject, field: Field) -> Option<*mut ffi::PyObject
     (!value.is_null()).then_some(value)
 }
 
-/// The `cls` and `encode` fields of `obj`, borrowed, if `obj` is exactly a `CustomType`
-/// (`class` is [`class`]'s result, not NULL) and both are set: what an encode table takes of
-/// each entry, read with one type check.
+/// The `cls`, `encode` and `decode` fields of `obj`, borrowed, if `obj` is exactly a
+/// `CustomType` (`class` is [`class`]'s result, not NULL) and all are set: read with one
+/// type check, for an encode table and for the keyword cache's record of a `custom=` list.
 #[cfg(amber_known_layouts)]
-pub fn cls_and_encode(
+#[inline]
+pub fn fields(
     obj: *mut ffi::PyObject,
     class: *mut ffi::PyObject,
-) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+) -> Option<[*mut ffi::PyObject; 3]> {
     if !is_custom_type(obj, class) {
         return None;
     }
-    let [cls, encode, _] = offsets(class)?;
+    let offsets = offsets(class)?;
     // SAFETY: as in `field`: object slots of exactly the class the offsets were read from.
-    let (cls, encode) = unsafe {
-        let base = obj.cast::<u8>();
-        (
-            *base.offset(cls).cast::<*mut ffi::PyObject>(),
-            *base.offset(encode).cast::<*mut ffi::PyObject>(),
-        )
-    };
-    (!cls.is_null() && !encode.is_null()).then_some((cls, encode))
+    let fields = offsets
+        .map(|offset| unsafe { *obj.cast::<u8>().offset(offset).cast::<*mut ffi::PyObject>() });
+    fields.iter().all(|f| !f.is_null()).then_some(fields)
 }
 
 /// See the module notes: without known layouts, every caller uses `getattr`.
 #[cfg(not(amber_known_layouts))]
-pub fn cls_and_encode(
+pub fn fields(
     _obj: *mut ffi::PyObject,
     _class: *mut ffi::PyObject,
-) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+) -> Option<[*mut ffi::PyObject; 3]> {
     None
 }
 

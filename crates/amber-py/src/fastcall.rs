@@ -38,35 +38,39 @@ use pyo3::types::{PyBytes, PyCFunction};
 use pyo3_ffi as ffi;
 
 /// The keyword calls of `dumps` and `loads` remembered (see `keyword_cache`).
-static DUMPS_CACHE: KeywordCache<RememberedDumps> = KeywordCache::new();
-static LOADS_CACHE: KeywordCache<RememberedLoads> = KeywordCache::new();
+static DUMPS_CACHE: KeywordCache<Remembered<EncodeConfig>> = KeywordCache::new();
+static LOADS_CACHE: KeywordCache<Remembered<DecodeConfig>> = KeywordCache::new();
 
 /// The function the keyword caches' weak references call when an item of a remembered
 /// `types=` or `custom=` list dies.
 static ON_DEATH: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
 
-/// A remembered `dumps` call. Its options keep the custom encode table made from a
-/// `custom=` list of `CustomType` objects: the table holds each item's class and encode
-/// function, which the item holds too, and the entry is forgotten when an item dies, so the
-/// table keeps nothing alive that its item would not. `custom_slots` records, item by item,
-/// which class and function (by address) the table was made from; a hit whose items hold
-/// others (fields set around `CustomType`'s refusal) is not served from it. A class that
-/// holds its own `CustomType` (as a class attribute) never lets that item die while the
-/// table holds the class: such an entry stands until newer calls push it out.
-struct RememberedDumps {
-    config: EncodeConfig,
-    /// None when the options keep no table, and each call makes its own from its list.
-    custom_slots: Option<Box<[(usize, usize)]>>,
+/// A remembered call: its checked options, and the fields (`cls`, `encode`, `decode`, by
+/// address) each `custom=` item held when they were checked (`registry::custom_fields`); a
+/// hit whose items hold others (fields set around `CustomType`'s refusal) is not served
+/// from the options.
+///
+/// `dumps` options keep the custom encode table made from those fields: it holds each
+/// item's class and encode function, which the item holds too, and the entry is forgotten
+/// when an item dies, so the table keeps nothing alive that its item would not (but a class
+/// that holds its own `CustomType` never lets that item die while the table holds the
+/// class: such an entry stands until newer calls push it out). Without recorded fields the
+/// options keep no table, and each call makes its own from its list. `loads` options hold
+/// the allowed classes and decode functions weakly (`Allowed::hold_weakly`); a `loads`
+/// whose `custom=` fields cannot be recorded is not remembered.
+struct Remembered<C> {
+    config: C,
+    /// None without a `custom=` list of `CustomType` objects whose fields are all set.
+    custom_fields: Option<Box<[[usize; 3]]>>,
 }
 
-/// A remembered `loads` call. Its options hold the allowed classes and decode functions
-/// weakly (`Allowed::hold_weakly`); `decode_slots` records, item by item, the decode function
-/// (by address) each `custom=` item held when they were taken, and a hit whose items hold
-/// others (fields set around `CustomType`'s refusal) is not served from them.
-struct RememberedLoads {
-    config: DecodeConfig,
-    /// None without a `custom=` list.
-    decode_slots: Option<Box<[usize]>>,
+impl<C> Remembered<C> {
+    /// Whether the call's `custom=` (`custom`, not None) holds the fields recorded.
+    fn custom_unchanged(&self, custom: &Bound<'_, PyAny>) -> bool {
+        self.custom_fields
+            .as_deref()
+            .is_some_and(|recorded| crate::registry::custom_fields_are(custom, recorded))
+    }
 }
 
 /// Called by a keyword cache's weak reference, with itself, when its item dies: forgets the
@@ -343,22 +347,21 @@ unsafe fn dumps_with_keywords(
             .map(|v| unsafe { Borrowed::from_ptr(py, v) })
             .filter(|v| !v.is_none());
         let config = &remembered.config;
-        match (custom, &remembered.custom_slots) {
-            (None, _) => return Some(config.dumps(py, obj)),
-            // The same items as when the table was made (the cache compared them), and
-            // their fields unchanged: the remembered table is theirs.
-            (Some(custom), Some(slots)) => {
-                if crate::registry::custom_slots_are(&custom, slots) {
-                    return Some(config.dumps(py, obj));
-                }
-            }
+        match custom {
+            None => return Some(config.dumps(py, obj)),
             // No table remembered: this call's own list gives it.
-            (Some(custom), None) => {
+            Some(custom) if remembered.custom_fields.is_none() => {
                 return Some(
                     crate::registry::encoders(py, &custom)
                         .and_then(|table| config.dumps_custom(py, obj, table.as_ref())),
                 )
             }
+            // The same items as when the table was made (the cache compared them), and
+            // their fields unchanged: the remembered table is theirs.
+            Some(custom) if remembered.custom_unchanged(&custom) => {
+                return Some(config.dumps(py, obj))
+            }
+            Some(_) => {}
         }
     }
     // SAFETY: the caller's promise.
@@ -366,10 +369,10 @@ unsafe fn dumps_with_keywords(
         unsafe { keyword_slots(py, names, kwnames, values) }?;
     // Read before the options are checked, which reads the same fields for the table, and
     // before anything that may run code (`types=` may call into `amber._classes`).
-    let custom_slots = custom
+    let custom_fields = custom
         .as_deref()
         .filter(|c| !c.is_none())
-        .and_then(crate::registry::custom_slots);
+        .and_then(crate::registry::custom_fields);
     let config = EncodeConfig::new(
         py,
         flag(refs, true)?,
@@ -400,17 +403,17 @@ unsafe fn dumps_with_keywords(
     else {
         return Some(config.dumps(py, obj));
     };
-    // A table made of `CustomType` fields is kept (see `RememberedDumps`); any other is made
-    // by each call from its own list.
-    let taken = match custom_slots {
+    // A table made of recorded `CustomType` fields is kept (see `Remembered`); any other is
+    // made by each call from its own list.
+    let taken = match custom_fields {
         Some(_) => None,
         None => config.custom.take(),
     };
-    let remembered = RememberedDumps {
+    let remembered = Remembered {
         config,
-        custom_slots,
+        custom_fields,
     };
-    let dumps = |r: &RememberedDumps| {
+    let dumps = |r: &Remembered<EncodeConfig>| {
         r.config
             .dumps_custom(py, obj, taken.as_deref().or(r.config.custom.as_deref()))
     };
@@ -442,13 +445,11 @@ unsafe fn loads_with_keywords(
     {
         // The same items as when the options were made (the cache compared them); a
         // `custom=` list's items must still hold the decode functions they held then.
-        let unchanged = match &remembered.decode_slots {
-            None => true,
-            // SAFETY: a value of the call, borrowed for the call.
-            Some(slots) => keywords.value_of(custom_name).is_some_and(|custom| {
-                crate::registry::decode_slots_are(unsafe { &Borrowed::from_ptr(py, custom) }, slots)
-            }),
-        };
+        let unchanged = remembered.custom_fields.is_none()
+            || keywords.value_of(custom_name).is_some_and(|custom| {
+                // SAFETY: a value of the call, borrowed for the call.
+                remembered.custom_unchanged(unsafe { &Borrowed::from_ptr(py, custom) })
+            });
         if unchanged {
             return Some(remembered.config.loads(py, data, None));
         }
@@ -475,7 +476,7 @@ unsafe fn loads_with_keywords(
     // Read before the options are checked (see `dumps_with_keywords`). A `custom=` whose
     // decode functions cannot be recorded is not remembered: a hit could not check them.
     let custom = custom.filter(|c| !c.is_none());
-    let decode_slots = custom.as_deref().map(crate::registry::decode_slots);
+    let custom_fields = custom.as_deref().map(crate::registry::custom_fields);
     let config = DecodeConfig::new(
         py,
         max_depth.as_deref(),
@@ -505,18 +506,18 @@ unsafe fn loads_with_keywords(
     else {
         return Some(config.loads(py, data, buffers));
     };
-    let (Some(decode_slots), Some(objects)) = (
-        decode_slots.map_or(Some(None), |slots| slots.map(Some)),
+    let (Some(custom_fields), Some(objects)) = (
+        custom_fields.map_or(Some(None), |fields| fields.map(Some)),
         config.classes.allowed.hold_weakly(py),
     ) else {
         return Some(config.loads(py, data, buffers));
     };
     // Remembered holding its classes weakly; this call holds them (see `hold_weakly`).
-    let remembered = RememberedLoads {
+    let remembered = Remembered {
         config,
-        decode_slots,
+        custom_fields,
     };
-    let loads = |r: &RememberedLoads| {
+    let loads = |r: &Remembered<DecodeConfig>| {
         let allowed = r.config.classes.allowed.with(objects);
         r.config.loads_allowing(py, data, buffers, allowed)
     };

@@ -40,6 +40,7 @@ use std::rc::Rc;
 use pyo3::prelude::*;
 use pyo3_ffi as ffi;
 
+use crate::registry::Seq;
 use crate::weak_class::{refers_to, weak_calling};
 
 /// Calls remembered per function.
@@ -125,7 +126,7 @@ impl<'a> Keywords<'a> {
             !refused.contains(name)
                 && (immutable(value)
                     || (listed.contains(name)
-                        && Items::of(value).is_some_and(|i| i.len <= MAX_ITEMS)))
+                        && Seq::at(value).is_some_and(|items| items.len <= MAX_ITEMS)))
         })
     }
 
@@ -143,10 +144,10 @@ impl<'a> Keywords<'a> {
             .iter()
             .fold(self.names.len() as u64, |h, &p| mix(h, p as usize));
         for &value in self.values {
-            h = match Items::of(value) {
-                Some(items) => {
-                    (0..items.len).fold(mix(h, items.len), |h, i| mix(h, items.get(i) as usize))
-                }
+            h = match Seq::at(value) {
+                Some(items) => (0..items.len).fold(mix(h, items.len), |h, i| {
+                    mix(h, items.get(i).map_or(0, |item| item as usize))
+                }),
                 None => mix(h, value as usize),
             };
         }
@@ -166,60 +167,13 @@ impl<'a> Keywords<'a> {
                 .zip(self.values)
                 .all(|(held, &value)| match held {
                     Value::Same(object) => object.as_ptr() == value,
-                    Value::Items(weak) => Items::of(value).is_some_and(|items| {
+                    Value::Items(weak) => Seq::at(value).is_some_and(|items| {
                         items.len == weak.len()
-                            && weak
-                                .iter()
-                                .enumerate()
-                                .all(|(i, weak)| refers_to(weak, items.get(i)))
+                            && (weak.iter().enumerate()).all(|(i, weak)| {
+                                items.get(i).is_some_and(|item| refers_to(weak, item))
+                            })
                     }),
                 })
-    }
-}
-
-/// An exact list or tuple value, read by index.
-#[derive(Clone, Copy)]
-struct Items {
-    object: *mut ffi::PyObject,
-    is_list: bool,
-    len: usize,
-}
-
-impl Items {
-    fn of(value: *mut ffi::PyObject) -> Option<Items> {
-        // SAFETY: exact type checks and sizes of a live object.
-        unsafe {
-            if ffi::PyList_CheckExact(value) != 0 {
-                let len = ffi::PyList_GET_SIZE(value) as usize;
-                Some(Items {
-                    object: value,
-                    is_list: true,
-                    len,
-                })
-            } else if ffi::PyTuple_CheckExact(value) != 0 {
-                let len = ffi::PyTuple_GET_SIZE(value) as usize;
-                Some(Items {
-                    object: value,
-                    is_list: false,
-                    len,
-                })
-            } else {
-                None
-            }
-        }
-    }
-
-    /// Item `i < len`, borrowed. Nothing runs between reading the size and the items (no
-    /// Python code is called while a call is matched), so the size still holds.
-    fn get(&self, i: usize) -> *mut ffi::PyObject {
-        // SAFETY: i is below the size read from this live list or tuple.
-        unsafe {
-            if self.is_list {
-                ffi::PyList_GET_ITEM(self.object, i as ffi::Py_ssize_t)
-            } else {
-                ffi::PyTuple_GET_ITEM(self.object, i as ffi::Py_ssize_t)
-            }
-        }
     }
 }
 
@@ -294,9 +248,9 @@ impl<C> KeywordCache<C> {
         let values = keywords
             .values
             .iter()
-            .map(|&value| match Items::of(value) {
+            .map(|&value| match Seq::at(value) {
                 Some(items) => (0..items.len)
-                    .map(|i| weak_calling(py, items.get(i), on_death))
+                    .map(|i| weak_calling(py, items.get(i)?, on_death))
                     .collect::<Option<Box<[_]>>>()
                     .map(Value::Items),
                 // SAFETY: a live borrowed value of the call; the Py takes its own reference.

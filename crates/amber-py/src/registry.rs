@@ -349,7 +349,7 @@ pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Cu
             // Reading a field may run code (a getattr fallback) that changes the list:
             // `seq.get` stops at its current end.
             let pairs = (0..seq.len).map_while(|i| seq.get(i)).map(|item| {
-                if let Some((cls, encode)) = custom_type::cls_and_encode(item, custom_type) {
+                if let Some([cls, encode, _]) = custom_type::fields(item, custom_type) {
                     // SAFETY: live objects the item's slots hold; each Py takes its own
                     // reference.
                     return Ok(unsafe {
@@ -378,10 +378,26 @@ pub fn encoders(py: Python<'_>, custom: &Bound<'_, PyAny>) -> PyResult<Option<Cu
     CustomEncoders::build(table.len(), pairs)
 }
 
-/// The class and encode function (by address) of each item of `custom`, when it is a list
-/// or tuple of `CustomType` objects whose fields are all read from their slots: what
-/// [`encoders`] makes a table of without running code. None otherwise.
-pub fn custom_slots(custom: &Bound<'_, PyAny>) -> Option<Box<[(usize, usize)]>> {
+/// The fields (`cls`, `encode`, `decode`, by address) of each item of `custom`, when it is a
+/// list or tuple of exact `CustomType` objects whose fields are all set: what [`encoders`]
+/// makes a table of without running code, and what a keyword cache hit checks the items
+/// against ([`custom_fields_are`]). None otherwise.
+pub fn custom_fields(custom: &Bound<'_, PyAny>) -> Option<Box<[[usize; 3]]>> {
+    let (seq, class) = custom_items(custom)?;
+    (0..seq.len).map(|i| fields_at(seq, class, i)).collect()
+}
+
+/// Whether `custom` holds, item by item, the fields `recorded` ([`custom_fields`]).
+#[inline]
+pub fn custom_fields_are(custom: &Bound<'_, PyAny>, recorded: &[[usize; 3]]) -> bool {
+    custom_items(custom).is_some_and(|(seq, class)| {
+        seq.len == recorded.len()
+            && (recorded.iter().enumerate()).all(|(i, r)| fields_at(seq, class, i) == Some(*r))
+    })
+}
+
+/// `custom` as a list or tuple, with the class `CustomType`; None if either is missing.
+fn custom_items(custom: &Bound<'_, PyAny>) -> Option<(Seq, *mut ffi::PyObject)> {
     let seq = Seq::of(Some(custom))?;
     let class = custom_type::class();
     if class.is_null() {
@@ -389,55 +405,13 @@ pub fn custom_slots(custom: &Bound<'_, PyAny>) -> Option<Box<[(usize, usize)]>> 
         unsafe { ffi::PyErr_Clear() };
         return None;
     }
-    (0..seq.len)
-        .map(|i| {
-            let (cls, encode) = custom_type::cls_and_encode(seq.get(i)?, class)?;
-            Some((cls as usize, encode as usize))
-        })
-        .collect()
+    Some((seq, class))
 }
 
-/// Whether `custom` holds, item by item, the classes and encode functions `slots` recorded
-/// ([`custom_slots`]).
-pub fn custom_slots_are(custom: &Bound<'_, PyAny>, slots: &[(usize, usize)]) -> bool {
-    let Some(seq) = Seq::of(Some(custom)) else {
-        return false;
-    };
-    let class = custom_type::class();
-    if class.is_null() {
-        // SAFETY: the GIL is held; a hit that cannot check its table is simply not served.
-        unsafe { ffi::PyErr_Clear() };
-        return false;
-    }
-    seq.len == slots.len()
-        && slots.iter().enumerate().all(|(i, &(cls, encode))| {
-            seq.get(i)
-                .and_then(|item| custom_type::cls_and_encode(item, class))
-                .is_some_and(|(c, e)| c as usize == cls && e as usize == encode)
-        })
-}
-
-/// The decode function (by address) of each item of `custom`, when it is a list or tuple of
-/// exact `CustomType` objects whose `decode` is set; None otherwise.
-pub fn decode_slots(custom: &Bound<'_, PyAny>) -> Option<Box<[usize]>> {
-    let seq = Seq::of(Some(custom))?;
-    (0..seq.len)
-        .map(|i| custom_type::field(seq.get(i)?, custom_type::Field::Decode).map(|f| f as usize))
-        .collect()
-}
-
-/// Whether `custom` holds, item by item, the decode functions `slots` recorded
-/// ([`decode_slots`]).
-pub fn decode_slots_are(custom: &Bound<'_, PyAny>, slots: &[usize]) -> bool {
-    let Some(seq) = Seq::of(Some(custom)) else {
-        return false;
-    };
-    seq.len == slots.len()
-        && slots.iter().enumerate().all(|(i, &decode)| {
-            seq.get(i)
-                .and_then(|item| custom_type::field(item, custom_type::Field::Decode))
-                .is_some_and(|f| f as usize == decode)
-        })
+/// The fields of item `i` of `seq`, by address (see [`custom_fields`]).
+#[inline]
+fn fields_at(seq: Seq, class: *mut ffi::PyObject, i: usize) -> Option<[usize; 3]> {
+    Some(custom_type::fields(seq.get(i)?, class)?.map(|f| f as usize))
 }
 
 /// `field` of `item`, a live `CustomType`, as a new reference: from its slot, or else by
@@ -464,10 +438,10 @@ fn custom_field(
 
 /// A list or tuple argument, read by index without copying.
 #[derive(Clone, Copy)]
-struct Seq {
+pub(crate) struct Seq {
     object: *mut ffi::PyObject,
     is_list: bool,
-    len: usize,
+    pub(crate) len: usize,
 }
 
 impl Seq {
@@ -481,7 +455,11 @@ impl Seq {
                 len: 0,
             });
         };
-        let object = arg.as_ptr();
+        Seq::at(arg.as_ptr())
+    }
+
+    /// `object`, a live object, if it is an exact list or tuple.
+    pub(crate) fn at(object: *mut ffi::PyObject) -> Option<Seq> {
         // SAFETY: exact type checks and sizes of a live object.
         unsafe {
             if ffi::PyList_CheckExact(object) != 0 {
@@ -504,7 +482,7 @@ impl Seq {
 
     /// Item `i`, borrowed; None past the end. The size is read again each time: getting a
     /// `CustomType`'s `decode` may run code (a subclass's property) that changes the list.
-    fn get(&self, i: usize) -> Option<*mut ffi::PyObject> {
+    pub(crate) fn get(&self, i: usize) -> Option<*mut ffi::PyObject> {
         // SAFETY: reads of a live list or tuple, within the size read just before (a list's
         // items are not freed while it holds them, and nothing runs in between).
         unsafe {
