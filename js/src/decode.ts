@@ -221,6 +221,20 @@ class KeyNode {
   hint2Len = 0;
   hint2Decode = 0;
   uses = 0;
+
+  /** Makes `child`, written at pos (len bytes) in decode `decode`, the first hint; the
+   * first becomes the second. */
+  pushHint(child: KeyNode, pos: number, len: number, decode: number): void {
+    this.hint2 = this.hint;
+    this.hint2Pos = this.hintPos;
+    this.hint2Len = this.hintLen;
+    this.hint2Decode = this.hintDecode;
+    this.hint = child;
+    this.hintPos = pos;
+    this.hintLen = len;
+    this.hintDecode = decode;
+  }
+
   make: ((v: unknown[]) => object) | null | undefined = undefined;
   /** See firstKeyHints. */
   firstKeys: KeyNode | null = null;
@@ -1146,14 +1160,7 @@ export class BodyDecoder {
         this.pos = keyAt + len;
         // Swapped in front: records of two shapes that alternate keep both hints.
         const child = hints.hint2!;
-        hints.hint2 = hints.hint;
-        hints.hint2Pos = hints.hintPos;
-        hints.hint2Len = hints.hintLen;
-        hints.hint2Decode = hints.hintDecode;
-        hints.hint = child;
-        hints.hintPos = keyAt;
-        hints.hintLen = len;
-        hints.hintDecode = id;
+        hints.pushHint(child, keyAt, len, id);
         return child;
       }
     }
@@ -1166,16 +1173,7 @@ export class BodyDecoder {
     // A hint when the key was read whole from its own bytes: a REF, or an untracked SHORT_STR
     // (a tracked one is a new value to record each time it is met).
     const tag = buf[keyAt];
-    if (tag === 0x93 || (tag >= 0x40 && tag < 0x58)) {
-      hints.hint2 = hints.hint;
-      hints.hint2Pos = hints.hintPos;
-      hints.hint2Len = hints.hintLen;
-      hints.hint2Decode = hints.hintDecode;
-      hints.hint = child;
-      hints.hintPos = keyAt;
-      hints.hintLen = this.pos - keyAt;
-      hints.hintDecode = id;
-    }
+    if (tag === 0x93 || (tag >= 0x40 && tag < 0x58)) hints.pushHint(child, keyAt, this.pos - keyAt, id);
     return child;
   }
 
