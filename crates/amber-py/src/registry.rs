@@ -390,10 +390,16 @@ pub fn custom_fields(custom: &Bound<'_, PyAny>) -> Option<Box<[[usize; 3]]>> {
 /// Whether `custom` holds, item by item, the fields `recorded` ([`custom_fields`]).
 #[inline]
 pub fn custom_fields_are(custom: &Bound<'_, PyAny>, recorded: &[[usize; 3]]) -> bool {
-    custom_items(custom).is_some_and(|(seq, class)| {
-        seq.len == recorded.len()
-            && (recorded.iter().enumerate()).all(|(i, r)| fields_at(seq, class, i) == Some(*r))
-    })
+    let Some((seq, class)) = custom_items(custom) else {
+        return false;
+    };
+    seq.len == recorded.len()
+        && (recorded.iter().enumerate()).all(|(i, &[cls, encode, decode])| {
+            let now = seq.get(i).and_then(|item| custom_type::fields(item, class));
+            now.is_some_and(|[c, e, d]| {
+                c as usize == cls && e as usize == encode && d as usize == decode
+            })
+        })
 }
 
 /// `custom` as a list or tuple, with the class `CustomType`; None if either is missing.
