@@ -174,14 +174,17 @@ impl BytesSink {
     /// There must be room for `MAX_VARINT_LEN` bytes at `at`.
     #[inline(always)]
     unsafe fn varint_at(&mut self, mut at: usize, mut value: u64) -> usize {
+        // A local copy: a store through `self.data` could alias `self` as far as the compiler
+        // knows, which made it reload the pointer for every byte.
+        let data = self.data;
         while value >= 0x80 {
             // SAFETY: a varint has at most MAX_VARINT_LEN bytes, all inside the room.
-            unsafe { *self.data.add(at) = (value as u8) | 0x80 };
+            unsafe { *data.add(at) = (value as u8) | 0x80 };
             value >>= 7;
             at += 1;
         }
         // SAFETY: as above.
-        unsafe { *self.data.add(at) = value as u8 };
+        unsafe { *data.add(at) = value as u8 };
         at + 1
     }
 
