@@ -103,6 +103,63 @@ pub trait Builder {
     fn row(&mut self, arity: usize) -> Result<Self::Obj, BuildError> {
         self.tuple(arity)
     }
+    /// The list of a RECORDS of `rows` rows, which arrive through [`Builder::list_set`], each
+    /// made by [`Builder::record`]. An ordinary list by default.
+    #[inline(always)]
+    fn records(&mut self, rows: usize) -> Result<Self::Obj, BuildError> {
+        self.list(rows)
+    }
+    /// The keys of a RECORDS, `width` of them, which arrive through [`Builder::check_key`] and
+    /// [`Builder::schema_insert`]. The schema is not a value of the payload: the decoder passes
+    /// it back to [`Builder::record`] and then drops it. A dict by default.
+    #[inline(always)]
+    fn schema(&mut self, width: usize) -> Result<Self::Obj, BuildError> {
+        self.dict(width)
+    }
+    /// Adds key `index` of `width`, which passed [`Builder::check_key`], to a schema. Fails for
+    /// a duplicate key. By default the key goes in with the value None, as a pair of a dict
+    /// that host code may reach (so that a builder does not take the schema for a record).
+    #[inline(always)]
+    fn schema_insert(
+        &mut self,
+        schema: &Self::Obj,
+        key: Self::Obj,
+        index: usize,
+        width: usize,
+    ) -> Result<(), BuildError> {
+        let none = self.none()?;
+        let place = PairPlace {
+            index,
+            len: width,
+            referable: true,
+        };
+        self.dict_insert(schema, key, none, place)
+    }
+    /// One row of a RECORDS: a dict that will receive the values of the `width` keys of
+    /// `schema` through [`Builder::record_set`]. The row has no tag and no identity on the
+    /// wire; by default it is made as a DICT's.
+    #[inline(always)]
+    fn record(&mut self, _schema: &Self::Obj, width: usize) -> Result<Self::Obj, BuildError> {
+        self.dict(width)
+    }
+    /// Gives key `index` of a row (keys come in order) its value. `key` is the schema's key
+    /// object, checked once for the whole RECORDS. By default the pair is inserted as a DICT's.
+    #[inline(always)]
+    fn record_set(
+        &mut self,
+        row: &Self::Obj,
+        index: usize,
+        width: usize,
+        key: &Self::Obj,
+        value: Self::Obj,
+    ) -> Result<(), BuildError> {
+        let place = PairPlace {
+            index,
+            len: width,
+            referable: false,
+        };
+        self.dict_insert(row, key.clone(), value, place)
+    }
     /// A tuple that will receive `len` items through [`Builder::tuple_set`].
     fn tuple(&mut self, len: usize) -> Result<Self::Obj, BuildError>;
     /// Puts item `index` (given in order) into a tuple.
@@ -211,6 +268,11 @@ pub trait Builder {
     /// items that follow are its values, two levels deeper.
     #[inline(always)]
     fn trace_tuple_list(&mut self, _head_end: usize, _rows: usize, _arity: usize) {}
+    /// The innermost started value is a RECORDS of `rows` rows of `width` keys, whose tag,
+    /// count and width end at absolute offset `head_end`. The keys follow, then the rows'
+    /// values; the rows have no tags, and keys and values are two levels deeper.
+    #[inline(always)]
+    fn trace_records(&mut self, _head_end: usize, _rows: usize, _width: usize) {}
     /// The innermost started value is an EXT value with this code.
     #[inline(always)]
     fn trace_ext(&mut self, _code: ExtCode) {}
@@ -830,6 +892,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
             0x78 | 0x79 => return self.packed_list(code, at, slot),
             // Out of line for the same reason; it records itself too.
             0x7C => return self.nested(|d| d.tuple_list(at, slot)),
+            0x7B => return self.nested(|d| d.records(at, slot)),
             _ => {
                 return Err(DecodeError::new(
                     ErrorKind::UnknownTag,
@@ -1071,6 +1134,82 @@ impl<'a, B: Builder> Decoder<'a, B> {
             for j in 0..arity {
                 let item = self.value()?;
                 self.builder.tuple_set(&row, j, item);
+            }
+            self.builder.list_set(&list, i, row);
+        }
+        self.leave();
+        self.leave();
+        Ok(list)
+    }
+
+    /// A RECORDS after its tag (spec 5.12.1): two nesting levels, the list's and its rows',
+    /// both at the tag; the count and the width; then the list and all its dicts are charged,
+    /// before the keys are read and checked once, and the rows' values are read into dicts made
+    /// without a tag or keys of their own.
+    #[inline(never)]
+    fn records(&mut self, at: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.enter(at)?;
+        let rows = self.varint()?;
+        let width = self.varint()?;
+        if width == 0 {
+            return Err(DecodeError::new(
+                ErrorKind::LengthTooLarge,
+                at,
+                format!("records declares {rows} rows of 0 keys; a RECORDS needs at least 1 key"),
+            ));
+        }
+        // The keys and every row take at least `width` bytes, so `width` is bounded by the
+        // input, and so are the rows.
+        let left = self.remaining() as u64;
+        if rows >= left / width {
+            return Err(DecodeError::new(
+                ErrorKind::LengthTooLarge,
+                at,
+                format!(
+                    "records declares {rows} rows of {width} keys, which with the keys need \
+                     more than the {left} bytes left"
+                ),
+            ));
+        }
+        let rows = rows as usize;
+        let width = width as usize;
+        self.charge(cost::records(rows as u64, width as u64), at)?;
+        if B::TRACES {
+            self.builder.trace_records(self.pos, rows, width);
+        }
+        let list = self
+            .builder
+            .records(rows)
+            .map_err(|e| host_error(e, at, "list"))?;
+        self.record_early(slot, &list);
+        let schema = self
+            .builder
+            .schema(width)
+            .map_err(|e| host_error(e, at, "dict"))?;
+        let mut keys = Vec::with_capacity(width);
+        for index in 0..width {
+            let key_at = self.pos;
+            let key = self.key()?;
+            self.builder
+                .check_key(&schema, &key)
+                .map_err(|e| host_error(e, key_at, "dict key"))?;
+            self.builder
+                .schema_insert(&schema, key.clone(), index, width)
+                .map_err(|e| host_error(e, key_at, "dict key"))?;
+            keys.push(key);
+        }
+        for i in 0..rows {
+            let row = self
+                .builder
+                .record(&schema, width)
+                .map_err(|e| host_error(e, self.pos, "dict"))?;
+            for (index, key) in keys.iter().enumerate() {
+                let value_at = self.pos;
+                let value = self.value()?;
+                self.builder
+                    .record_set(&row, index, width, key, value)
+                    .map_err(|e| host_error(e, value_at, "dict key"))?;
             }
             self.builder.list_set(&list, i, row);
         }

@@ -340,6 +340,14 @@ impl<S: Sink> Writer<S> {
         self.buf.put_varint(arity as u64);
     }
 
+    /// The start of a RECORDS of `rows` dicts of `width` (at least 1) keys each; the keys
+    /// then follow as ordinary values, then the rows' values, row after row, without a tag or
+    /// keys per row.
+    pub fn records_header(&mut self, rows: usize, width: usize) {
+        self.buf.put_tag_varint(Tag::Records.code(), rows as u64);
+        self.buf.put_varint(width as u64);
+    }
+
     /// The start of a tuple of `n` values.
     #[inline]
     pub fn tuple_header(&mut self, n: usize) {

@@ -94,6 +94,11 @@ pub mod cost {
         }
         list(rows).saturating_add(rows.saturating_mul(tuple(arity)))
     }
+    /// A RECORDS of `rows` dicts of `width` pairs: what the LIST of those dicts costs, charged
+    /// at its tag.
+    pub const fn records(rows: u64, width: u64) -> u64 {
+        list(rows).saturating_add(rows.saturating_mul(dict(width)))
+    }
     /// A dict of `n` pairs (hash table sized for growth).
     pub const fn dict(n: u64) -> u64 {
         240 + 48 * n

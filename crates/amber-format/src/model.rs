@@ -759,6 +759,7 @@ impl GraphEncoder<'_, '_> {
                 self.depth -= 1;
             }
             Node::List(items) if self.row_arity(items).is_some() => self.rows(items)?,
+            Node::List(items) if self.records_width(items).is_some() => self.records(items)?,
             Node::List(items) | Node::Tuple(items) | Node::Set(items) | Node::FrozenSet(items) => {
                 self.enter()?;
                 match node {
@@ -909,6 +910,60 @@ impl GraphEncoder<'_, '_> {
         for &row in items {
             if let Ok(Node::Tuple(values)) = graph.node(row) {
                 self.children(values)?;
+            }
+        }
+        self.depth -= 2;
+        Ok(())
+    }
+
+    /// The width of a list written as RECORDS (spec 5.12.1): at least [`tag::RECORDS_MIN`]
+    /// items, all dicts of one length of at least 1 whose keys are the same str nodes in the
+    /// same order, none of the dicts shared.
+    fn records_width(&self, items: &[NodeId]) -> Option<usize> {
+        if items.len() < tag::RECORDS_MIN {
+            return None;
+        }
+        let nodes = &self.graph.nodes;
+        let Node::Dict(first) = nodes.get(*items.first()?)? else {
+            return None;
+        };
+        let str_keys = first
+            .iter()
+            .all(|&(key, _)| matches!(nodes.get(key), Some(Node::Str(_) | Node::StrSurrogates(_))));
+        if first.is_empty() || !str_keys {
+            return None;
+        }
+        let same_keys = |pairs: &[(NodeId, NodeId)]| {
+            pairs.len() == first.len() && pairs.iter().zip(first).all(|(a, b)| a.0 == b.0)
+        };
+        items
+            .iter()
+            .all(|&id| {
+                matches!(nodes.get(id), Some(Node::Dict(pairs)) if same_keys(pairs))
+                    && self.unshared(id)
+            })
+            .then_some(first.len())
+    }
+
+    /// Writes a list that [`GraphEncoder::records_width`] accepted: its level and its rows'
+    /// level, the header, the first dict's keys, then each dict's values as ordinary values.
+    /// The dicts themselves never enter the memo: each is met once, here.
+    fn records(&mut self, items: &[NodeId]) -> Result<(), Pass> {
+        let graph = self.graph;
+        let Some(width) = self.records_width(items) else {
+            return Ok(());
+        };
+        self.enter()?;
+        self.enter()?;
+        self.writer.records_header(items.len(), width);
+        if let Some(Ok(Node::Dict(first))) = items.first().map(|&id| graph.node(id)) {
+            let keys: Vec<NodeId> = first.iter().map(|&(key, _)| key).collect();
+            self.children(&keys)?;
+        }
+        for &row in items {
+            if let Ok(Node::Dict(pairs)) = graph.node(row) {
+                let values: Vec<NodeId> = pairs.iter().map(|&(_, value)| value).collect();
+                self.children(&values)?;
             }
         }
         self.depth -= 2;

@@ -61,6 +61,10 @@ pub enum Tag {
     PackedIntList = 0x78,
     /// varint count, then that many IEEE-754 binary64 little-endian values: a list of floats.
     PackedFloatList = 0x79,
+    /// varint row count, varint width (at least 1), the keys, then the rows' values one row
+    /// after the other: a list of dicts with the same keys, whose rows have no tags of their
+    /// own.
+    Records = 0x7B,
     /// varint row count, varint arity (at least 1), then the rows' items one row after the
     /// other: a list of same-length tuples whose rows have no tags of their own.
     TupleList = 0x7C,
@@ -80,7 +84,7 @@ pub enum Tag {
 
 impl Tag {
     /// Every row of the table, in code order.
-    pub const ALL: [Tag; 30] = [
+    pub const ALL: [Tag; 31] = [
         Tag::SmallInt,
         Tag::ShortStr,
         Tag::ShortList,
@@ -104,6 +108,7 @@ impl Tag {
         Tag::Object,
         Tag::PackedIntList,
         Tag::PackedFloatList,
+        Tag::Records,
         Tag::TupleList,
         Tag::SmallNeg,
         Tag::None,
@@ -157,6 +162,7 @@ impl Tag {
             Tag::Object => "OBJECT",
             Tag::PackedIntList => "PACKED_INT_LIST",
             Tag::PackedFloatList => "PACKED_FLOAT_LIST",
+            Tag::Records => "RECORDS",
             Tag::TupleList => "TUPLE_LIST",
             Tag::SmallNeg => "SMALL_NEG",
             Tag::None => "NONE",
@@ -197,6 +203,10 @@ pub const PACKED_MIN: usize = SHORT_SEQ_MAX + 1;
 /// threshold of packed lists. Shorter lists take `SHORT_LIST`, whose count is in its tag, so
 /// rows would save at most a byte or two there.
 pub const TUPLE_LIST_MIN: usize = PACKED_MIN;
+/// Fewest dicts a list needs before the reference encoder writes it as `RECORDS`: for one dict
+/// the form is a byte longer than the `SHORT_LIST`, for two it already saves the second dict's
+/// tag and keys.
+pub const RECORDS_MIN: usize = 2;
 /// Largest pair count carried in a `SHORT_DICT` tag.
 pub const SHORT_DICT_MAX: usize = 7;
 /// Smallest int written as `SMALL_NEG`.
@@ -240,7 +250,8 @@ mod tests {
         assert_eq!(Tag::of_byte(0x79), Some(Tag::PackedFloatList));
         assert_eq!(Tag::of_byte(0x7A), None);
         assert_eq!(Tag::of_byte(0x7A | TRACKED), None);
-        assert_eq!(Tag::of_byte(0x7B), None);
+        assert_eq!(Tag::of_byte(0x7B), Some(Tag::Records));
+        assert_eq!(Tag::of_byte(0x7B | TRACKED), Some(Tag::Records));
         assert_eq!(Tag::of_byte(0x7C), Some(Tag::TupleList));
         assert_eq!(Tag::of_byte(0x7C | TRACKED), Some(Tag::TupleList));
         assert_eq!(Tag::of_byte(0x7D), None);

@@ -45,6 +45,15 @@ pub enum Info {
         /// Declared number of items in each row.
         arity: usize,
     },
+    /// A RECORDS of `rows` dicts of `width` keys. Its rows have no tags, so they are not
+    /// values of their own: the events after it are the keys, then the rows' values, row by
+    /// row, two levels deeper (the list's level and the rows').
+    Records {
+        /// Declared number of rows.
+        rows: usize,
+        /// Declared number of keys of each row.
+        width: usize,
+    },
     /// An EXT value; `blob` is the blob's length for a blob layout, `None` for a composite.
     Ext {
         /// The EXT code.
@@ -287,6 +296,10 @@ impl<B: Builder> Builder for Tracer<B> {
         self.annotate_head(Info::TupleList { rows, arity }, head_end);
     }
 
+    fn trace_records(&mut self, head_end: usize, rows: usize, width: usize) {
+        self.annotate_head(Info::Records { rows, width }, head_end);
+    }
+
     fn trace_ext(&mut self, code: ExtCode) {
         self.annotate(Info::Ext { code, blob: None });
     }
@@ -358,6 +371,34 @@ impl<B: Builder> Builder for Tracer<B> {
     }
     fn row(&mut self, arity: usize) -> Result<B::Obj, BuildError> {
         self.inner.row(arity)
+    }
+    fn records(&mut self, rows: usize) -> Result<B::Obj, BuildError> {
+        self.inner.records(rows)
+    }
+    fn schema(&mut self, width: usize) -> Result<B::Obj, BuildError> {
+        self.inner.schema(width)
+    }
+    fn schema_insert(
+        &mut self,
+        schema: &B::Obj,
+        key: B::Obj,
+        index: usize,
+        width: usize,
+    ) -> Result<(), BuildError> {
+        self.inner.schema_insert(schema, key, index, width)
+    }
+    fn record(&mut self, schema: &B::Obj, width: usize) -> Result<B::Obj, BuildError> {
+        self.inner.record(schema, width)
+    }
+    fn record_set(
+        &mut self,
+        row: &B::Obj,
+        index: usize,
+        width: usize,
+        key: &B::Obj,
+        value: B::Obj,
+    ) -> Result<(), BuildError> {
+        self.inner.record_set(row, index, width, key, value)
     }
     fn tuple(&mut self, len: usize) -> Result<B::Obj, BuildError> {
         self.annotate(Info::Container { len });
@@ -724,6 +765,51 @@ mod tests {
         let err = trace.result.as_ref().expect_err("truncated");
         assert_eq!((err.kind, err.offset), (ErrorKind::Truncated, 10));
         assert_eq!(trace.events[0].info, rows_of(2, 2));
+        assert_eq!(
+            (trace.events[0].head_end, trace.events[0].end),
+            (Some(6), None)
+        );
+    }
+
+    #[test]
+    fn records_have_no_row_events_and_their_keys_and_values_are_two_levels_deeper() {
+        // [{"a": 1, "b": []}, {"a": 2, "b": ...}] as a RECORDS of 2 rows of 2 keys, whose last
+        // value is a tracked RECORDS of no rows of 1 key.
+        let body = [
+            0x7B, 0x02, 0x02, 0x41, b'a', 0x41, b'b', 0x01, 0x58, 0x02, 0xFB, 0x00, 0x01, 0x41,
+            b'c',
+        ];
+        let data = payload(&body);
+        let trace = trace_graph(&data, &Limits::default(), 100);
+        assert!(trace.result.is_ok(), "{:?}", trace.result);
+        let records_of = |rows, width| Info::Records { rows, width };
+        assert_eq!(
+            rows(&trace),
+            vec![
+                (3, Some(18), 0, 0x7B, Some(6), None, records_of(2, 2)),
+                (6, Some(8), 2, 0x41, Some(7), None, Info::Data { len: 1 }),
+                (8, Some(10), 2, 0x41, Some(9), None, Info::Data { len: 1 }),
+                (10, Some(11), 2, 0x01, Some(11), None, Info::Scalar),
+                (
+                    11,
+                    Some(12),
+                    2,
+                    0x58,
+                    Some(12),
+                    None,
+                    Info::Container { len: 0 }
+                ),
+                (12, Some(13), 2, 0x02, Some(13), None, Info::Scalar),
+                (13, Some(18), 2, 0xFB, Some(16), Some(0), records_of(0, 1)),
+                (16, Some(18), 4, 0x41, Some(17), None, Info::Data { len: 1 }),
+            ]
+        );
+        assert_eq!(trace.values, 8);
+        // Cut inside the second row: the list's head is known, its end is not.
+        let trace = trace_graph(&data[..13], &Limits::default(), 100);
+        let err = trace.result.as_ref().expect_err("truncated");
+        assert_eq!((err.kind, err.offset), (ErrorKind::Truncated, 13));
+        assert_eq!(trace.events[0].info, records_of(2, 2));
         assert_eq!(
             (trace.events[0].head_end, trace.events[0].end),
             (Some(6), None)

@@ -392,6 +392,7 @@ fn check_tiling(
     }
     let (child_depth, expected) = match e.info {
         Info::TupleList { rows, arity } => (depth + 2, Some(rows * arity)),
+        Info::Records { rows, width } => (depth + 2, Some((rows + 1) * width)),
         _ => (depth + 1, None),
     };
     let mut at = head_end;
