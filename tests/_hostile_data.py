@@ -48,6 +48,17 @@ def hostile_inputs() -> dict[str, bytes]:
         "huge_tuple_list_of_empty_rows": HEADER + b"\x7c" + HUGE + b"\x00" + b"\x00" * 100,
         "tuple_list_of_one_byte_rows": HEADER + b"\x7c" + varint(n) + b"\x01" + b"\x00" * n,
         "many_empty_tuple_lists": HEADER + b"\x71" + varint(n // 3) + b"\x7c\x00\x01" * (n // 3),
+        # RECORDS: a count or a width that the input cannot hold, rows of one value each (a
+        # new dict for every byte), many lists of no rows, and a key list as long as the input
+        "huge_records_rows": HEADER + b"\x7b" + HUGE + b"\x01\x41a" + b"\x00" * 100,
+        "huge_records_width": HEADER + b"\x7b\x01" + HUGE + b"\x00" * 100,
+        "huge_records_of_no_keys": HEADER + b"\x7b" + HUGE + b"\x00" + b"\x00" * 100,
+        "records_of_one_byte_rows": HEADER + b"\x7b" + varint(n) + b"\x01\x41a" + b"\x00" * n,
+        "many_empty_records": HEADER + b"\x71" + varint(n // 5) + b"\x7b\x00\x01\x41a" * (n // 5),
+        "records_of_many_keys": HEADER
+        + b"\x7b\x01"
+        + varint(n // 4)
+        + b"".join(b"\x43" + b"%03d" % (i % 1000) for i in range(n // 4)),
         "refs_to_big_list": HEADER
         + b"\x71"
         + varint(1001)

@@ -2,11 +2,13 @@
 
 It exists so that tests can assert the exact bytes amber.dumps must produce for graphs drawn at
 random (the encoder's choices are fixed by the spec: shortest tag forms, FLOAT32 when exact,
-packed lists of unshared numbers, TUPLE_LIST for lists of unshared tuples of one length, REF on
+packed lists of unshared numbers, TUPLE_LIST for lists of unshared tuples of one length, RECORDS
+for lists of unshared dicts with the same str key objects (outside canonical mode), REF on
 the second meeting of an object with the TRACKED bit set on its first tag, SUPERSEDE for the
 copies of tuples met again while being written, found by a first pass).
 
-Packing and rows follow the spec's exact rules (sections 5.10.1 and 5.11.1): an item is shared
+Packing, rows and records follow the spec's exact rules (sections 5.10.1, 5.11.1 and 5.12.1): an
+item is shared
 when the graph holds it in more than one place, which a first walk counts. The extension proves
 the same thing with CPython's reference counts, which also count holders outside the graph (a
 test framework keeping generated values, a variable of the caller): it then writes such a list
@@ -31,10 +33,12 @@ SHORT_STR, SHORT_LIST, SHORT_TUPLE, SHORT_DICT = 0x40, 0x58, 0x5C, 0x60
 STR, STR_SURROGATES, BYTES, BYTEARRAY = 0x68, 0x69, 0x6A, 0x6B
 INT, BIGINT, FLOAT64, FLOAT32, COMPLEX = 0x6C, 0x6D, 0x6E, 0x6F, 0x70
 LIST, TUPLE, DICT, SET, FROZENSET = 0x71, 0x72, 0x73, 0x74, 0x75
-PACKED_INT_LIST, PACKED_FLOAT_LIST, TUPLE_LIST = 0x78, 0x79, 0x7C
+PACKED_INT_LIST, PACKED_FLOAT_LIST, RECORDS, TUPLE_LIST = 0x78, 0x79, 0x7B, 0x7C
 TRACKED = 0x80
 PACKED_MIN = 4  # shorter lists are SHORT_LIST, which has no count byte to save
 TUPLE_LIST_MIN = PACKED_MIN  # the same threshold for rows of tuples (spec 5.11.1)
+RECORDS_MIN = 2  # one dict would take a byte more as a RECORDS (spec 5.12.1)
+RECORDS_MIN_WIDTH = 2  # a row of one key may take one byte, below the default budget
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -142,6 +146,24 @@ def row_arity(items: list[Any], shared: Any) -> int | None:
     if all(type(x) is tuple and len(x) == k and not shared(x) for x in items):
         return k
     return None
+
+
+def records_width(items: list[Any], shared: Any) -> int | None:
+    """The width k of a list written as RECORDS (spec 5.12.1): at least 2 items, all exact dicts
+    of k >= 2 exact str keys that are the same objects, in the same order, none of the dicts
+    shared (`shared` as for `packed_form`); None when the list is not written so. (Canonical
+    mode never writes one: the caller checks.)"""
+    if len(items) < RECORDS_MIN or type(items[0]) is not dict or len(items[0]) < RECORDS_MIN_WIDTH:
+        return None
+    keys = list(items[0])
+    if any(type(key) is not str for key in keys):
+        return None
+    for item in items:
+        if type(item) is not dict or len(item) != len(keys) or shared(item):
+            return None
+        if any(a is not b for a, b in zip(item, keys, strict=True)):
+            return None
+    return len(keys)
 
 
 def _inline(obj: Any) -> bool:
@@ -290,9 +312,12 @@ class _Encoder:
         else:
             self.out += bytes([FROZENSET]) + varint(n)
 
-    def write_children(self, obj: Any, t: type, level: int, rows: bool = False) -> None:
+    def write_children(
+        self, obj: Any, t: type, level: int, rows: bool = False, records: bool = False
+    ) -> None:
         """Write the children of obj at `level`; with `rows`, obj is a list of tuples whose
-        items are written one row after the other (TUPLE_LIST)."""
+        items are written one row after the other (TUPLE_LIST); with `records`, a list of dicts
+        whose keys are written once, then the values one row after the other (RECORDS)."""
         oid = id(obj)
         if oid in self.stack:
             if self.refs:
@@ -310,6 +335,8 @@ class _Encoder:
             else:
                 if rows:
                     items = [item for row in obj for item in row]
+                elif records:
+                    items = [*obj[0], *(value for row in obj for value in row.values())]
                 else:
                     items = self.in_order(obj) if self.canonical and t is set else obj
                 for item in items:
@@ -333,6 +360,14 @@ class _Encoder:
                 raise Unsupported("depth")
             self.out += bytes([TUPLE_LIST]) + varint(len(obj)) + varint(arity)
             self.write_children(obj, t, level + 2, rows=True)
+            return
+        width = records_width(obj, self.shared) if t is list and not self.canonical else None
+        if width is not None:
+            # As for rows: the dicts are a level of their own, never memoized.
+            if level + 2 > self.max_depth:
+                raise Unsupported("depth")
+            self.out += bytes([RECORDS]) + varint(len(obj)) + varint(width)
+            self.write_children(obj, t, level + 2, records=True)
             return
         self.write_header(obj, t)
         self.write_children(obj, t, level + 1)

@@ -85,6 +85,28 @@ def tuple_lists(draw, items: st.SearchStrategy[Any] = atoms) -> list[Any]:
     return rows
 
 
+@st.composite
+def records_lists(draw, values: st.SearchStrategy[Any] = atoms) -> list[Any]:
+    """Lists of 1 to 6 dicts with the same str key objects (1 to 4 keys) in one order, with
+    values from `values`: the shape the encoder writes as RECORDS (spec 5.12.1) from 2 dicts of
+    2 keys on, when none of them is shared. Some get a misfit that keeps most of them LISTs: a
+    dict with the keys in another order, one key fewer, equal keys that are other objects
+    (unless CPython hands out the same object), or an item that is not a dict."""
+    keys = draw(st.lists(st.text(max_size=6), min_size=1, max_size=4, unique=True))
+    rows: list[Any] = [{key: draw(values) for key in keys} for _ in range(draw(st.integers(1, 6)))]
+    misfit = draw(st.integers(0, 7))
+    at = draw(st.integers(0, len(rows)))
+    if misfit == 0:
+        rows.insert(at, {key: draw(values) for key in reversed(keys)})
+    elif misfit == 1:
+        rows.insert(at, {key: draw(values) for key in keys[1:]})
+    elif misfit == 2:
+        rows.insert(at, {"".join(list(key)) + "": draw(values) for key in keys})
+    elif misfit == 3:
+        rows.insert(at, draw(values))
+    return rows
+
+
 trees = st.recursive(
     atoms,
     lambda c: st.one_of(
@@ -92,6 +114,8 @@ trees = st.recursive(
         number_lists,
         tuple_lists(c),
         tuple_lists(),
+        records_lists(c),
+        records_lists(),
         st.lists(c, max_size=6).map(tuple),
         st.dictionaries(hashables, c, max_size=6),
         st.sets(hashables, max_size=6),

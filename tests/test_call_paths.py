@@ -175,7 +175,8 @@ def test_remembered_keys_of_long_records_are_written_as_the_reference_encoder_do
         inner = {k: r * 100 + j for j, k in enumerate(inner_keys[r % 7 :])}
         record = {k: (inner if j == 20 else f"v{r}-{j}") for j, k in enumerate(outer_keys)}
         records.append(record)
-    for obj in (records, records[::-1], [records[0], records[0]]):
+    # In tuples: a list of these dicts would be a RECORDS, whose keys are written once.
+    for obj in (tuple(records), tuple(records[::-1]), (records[0], records[0])):
         data = amber.dumps(obj)
         assert data == ref_dumps(obj)
         assert graph_diff(obj, amber.loads(data)) is None

@@ -36,8 +36,19 @@ def test_the_dict_layout_is_confirmed_where_amber_knows_it():
     assert _amber._dict_layout_known() is expected
 
 
+def _dumps_as_dicts(obj, **options):
+    """amber.dumps, with every list of dicts written as a LIST of dicts, the form whose dicts
+    the decoder builds from templates. Held a second time while encoding, the dicts count as
+    shared, and a RECORDS holds only dicts its list alone holds."""
+    held = _dicts(obj)
+    data = amber.dumps(obj, **options)
+    del held
+    assert data[3] & 0x7F != 0x7B, "written as RECORDS"
+    return data
+
+
 def _check(obj, graph_diff):
-    out = amber.loads(amber.dumps(obj))
+    out = amber.loads(_dumps_as_dicts(obj))
     assert graph_diff(obj, out) is None
     # graph_diff compares dicts as mappings; the order of keys is checked here.
     for want, got in zip(_dicts(obj), _dicts(out), strict=True):
@@ -116,17 +127,17 @@ def test_keys_that_are_not_strs(graph_diff):
 
 @pytest.mark.parametrize("refs", [True, False])
 def test_equal_keys_that_are_distinct_objects(refs, graph_diff):
-    # Non-ASCII keys are not cached: with refs=False each dict gets its own key objects,
-    # which the identity check does not take for the template's.
-    rows = [{"id": i, "é": i, "ß": str(i)} for i in range(20)]
+    # Non-ASCII keys are not cached: each dict gets its own key objects, which the identity
+    # check does not take for the template's. (Keys made per row keep the list a LIST: a
+    # RECORDS needs the same key objects in every dict.)
+    rows = [{"id": i, "".join(["é", "t"]): i, "".join(["ß", "t"]): str(i)} for i in range(20)]
     out = amber.loads(amber.dumps(rows, refs=refs))
     assert out == rows
-    assert all(list(row) == ["id", "é", "ß"] for row in out)
+    assert all(list(row) == ["id", "ét", "ßt"] for row in out)
     if refs:
         assert graph_diff(rows, out) is None
-    else:
-        # Written by value each time: every dict has key objects of its own.
-        assert len({id(key) for row in out for key in row if key == "é"}) == len(out)
+    # Written by value each time: every dict has key objects of its own.
+    assert len({id(key) for row in out for key in row if key == "ét"}) == len(out)
 
 
 def test_a_copy_given_a_container_is_tracked_by_the_gc():
@@ -143,7 +154,7 @@ def test_a_copy_given_a_container_is_tracked_by_the_gc():
 
 def test_tuples_given_to_a_copy_track_it_when_they_hold_containers():
     payload = [{"x": 1, "y": ()}, {"x": 1, "y": ()}, {"x": 1, "y": (1, 2)}, {"x": 1, "y": ([],)}]
-    out = amber.loads(amber.dumps(payload))
+    out = amber.loads(_dumps_as_dicts(payload))
     assert out == payload
     assert gc.is_tracked(out[3])
 
@@ -162,17 +173,19 @@ def test_a_duplicate_key_in_a_dict_built_from_a_template():
     assert amber.loads(H + fixed) == [{"a": 1, "b": 2}, {"a": 3, "b": 4}, {"a": 5, "b": 6}]
 
 
-def test_truncated_records_fail_cleanly_at_every_length():
+@pytest.mark.parametrize("dumps", [_dumps_as_dicts, amber.dumps], ids=["dicts", "records"])
+def test_truncated_records_fail_cleanly_at_every_length(dumps):
     rows = [{"id": i, "name": f"n{i}", "tags": [i, i]} for i in range(12)]
-    data = amber.dumps(rows)
+    data = dumps(rows)
     for end in range(len(data)):
         with pytest.raises(amber.DecodeError):
             amber.loads(data[:end])
 
 
-def test_errors_inside_copies_release_what_they_built():
+@pytest.mark.parametrize("dumps", [_dumps_as_dicts, amber.dumps], ids=["dicts", "records"])
+def test_errors_inside_copies_release_what_they_built(dumps):
     rows = [{"id": i, "name": f"name {i}", "items": [i] * 3} for i in range(200)]
-    data = amber.dumps(rows)
+    data = dumps(rows)
     # Cut inside the last row's value, after many copies of the template were made.
     bad = data[:-2]
     for _ in range(20):  # warm up caches

@@ -50,6 +50,7 @@ TYPE_OF_TAG = {
     "PACKED_INT_LIST": "list",
     "PACKED_FLOAT_LIST": "list",
     "TUPLE_LIST": "list",
+    "RECORDS": "list",
     "SHORT_TUPLE": "tuple",
     "TUPLE": "tuple",
     "SHORT_DICT": "dict",
@@ -61,7 +62,8 @@ TYPE_OF_TAG = {
     "REF": "ref",
     "SUPERSEDE": "supersede",
 }
-# The kinds of value that open a nesting level, besides EXT composites and TUPLE_LISTs (two).
+# The kinds of value that open a nesting level, besides EXT composites, TUPLE_LISTs and RECORDS
+# (two).
 _OPENS_LEVEL = frozenset({"container", "packed", "object", "supersede"})
 HEADER_LEN = 3
 HEX_BYTES = 8  # head bytes shown per line
@@ -225,6 +227,9 @@ def summary(event: Event, base: int = 0) -> str:
     elif kind == "tuple_list":
         rows, arity = event.info[1], event.info[2]
         text = f"list of {_count(rows, 'tuple')} of {_count(arity, 'item')}, as rows"
+    elif kind == "records":
+        rows, width = event.info[1], event.info[2]
+        text = f"list of {_count(rows, 'dict')} of {_count(width, 'key')}, as records"
     elif kind == "ext":
         code, blob = event.info[1], event.info[2]
         text = code if blob is None else f"{code}, {_count(blob, 'byte')}"
@@ -275,8 +280,9 @@ def inspect_lines(
         flags = data[2] & 0xF0
         text = f"version {version}" + (f", flags 0x{flags:02x}" if flags else "")
         yield line(0, data[:HEADER_LEN], 0, "HEADER", text)
-    # [depth, arity, items met] of each TUPLE_LIST whose rows are being listed, innermost last.
-    # Its rows have no tags, so no events: a line marks where each begins, at its first item.
+    # [depth, arity, items met, keys] of each TUPLE_LIST or RECORDS whose rows are being listed,
+    # innermost last (keys: how many values come before the rows, the keys of a RECORDS). Its
+    # rows have no tags, so no events: a line marks where each begins, at its first value.
     tuple_lists: list[list[int]] = []
     # [depth, roles, values met] of each OBJECT whose values are named, innermost last.
     objects: list[list[Any]] = []
@@ -295,13 +301,22 @@ def inspect_lines(
         while tuple_lists and tuple_lists[-1][0] >= event.depth:
             tuple_lists.pop()
         if tuple_lists and event.depth == tuple_lists[-1][0] + 2:
-            depth, arity, met = tuple_lists[-1]
-            if met % arity == 0:
-                row = f"row {met // arity}"
-                yield line(event.offset, b"", depth + 1, row, f"tuple of {_count(arity, 'item')}")
+            depth, arity, met, keys = tuple_lists[-1]
+            if keys and met == 0:
+                yield line(event.offset, b"", depth + 1, "keys of each row", _count(keys, "key"))
+            elif met >= keys and (met - keys) % arity == 0:
+                row = f"row {(met - keys) // arity}"
+                what = (
+                    f"dict of {_count(arity, 'pair')}"
+                    if keys
+                    else f"tuple of {_count(arity, 'item')}"
+                )
+                yield line(event.offset, b"", depth + 1, row, what)
             tuple_lists[-1][2] += 1
         if event.info[0] == "tuple_list" and event.info[1]:
-            tuple_lists.append([event.depth, event.info[2], 0])
+            tuple_lists.append([event.depth, event.info[2], 0, 0])
+        if event.info[0] == "records":
+            tuple_lists.append([event.depth, event.info[2], 0, event.info[2]])
         head_end = event.head_end
         if head_end is None:
             # The value stopped short: show its bytes up to where the decoder stopped.
@@ -424,9 +439,9 @@ def stats(size: int, events: list[Event]) -> Stats:
 
 def _levels_opened(info: tuple[Any, ...]) -> int:
     """How many nesting levels a value opens: one for a container, packed list, object,
-    SUPERSEDE or EXT composite, two for a TUPLE_LIST (the list's and its rows')."""
+    SUPERSEDE or EXT composite, two for a TUPLE_LIST or a RECORDS (the list's and its rows')."""
     kind = info[0]
-    if kind == "tuple_list":
+    if kind in ("tuple_list", "records"):
         return 2
     return int(kind in _OPENS_LEVEL or (kind == "ext" and info[2] is None))
 

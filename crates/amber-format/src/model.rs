@@ -917,8 +917,8 @@ impl GraphEncoder<'_, '_> {
     }
 
     /// The width of a list written as RECORDS (spec 5.12.1): at least [`tag::RECORDS_MIN`]
-    /// items, all dicts of one length of at least 1 whose keys are the same str nodes in the
-    /// same order, none of the dicts shared.
+    /// items, all dicts of one length of at least [`tag::RECORDS_MIN_WIDTH`] whose keys are
+    /// the same str nodes in the same order, none of the dicts shared.
     fn records_width(&self, items: &[NodeId]) -> Option<usize> {
         if items.len() < tag::RECORDS_MIN {
             return None;
@@ -930,7 +930,7 @@ impl GraphEncoder<'_, '_> {
         let str_keys = first
             .iter()
             .all(|&(key, _)| matches!(nodes.get(key), Some(Node::Str(_) | Node::StrSurrogates(_))));
-        if first.is_empty() || !str_keys {
+        if first.len() < tag::RECORDS_MIN_WIDTH || !str_keys {
             return None;
         }
         let same_keys = |pairs: &[(NodeId, NodeId)]| {

@@ -207,6 +207,11 @@ pub const TUPLE_LIST_MIN: usize = PACKED_MIN;
 /// the form is a byte longer than the `SHORT_LIST`, for two it already saves the second dict's
 /// tag and keys.
 pub const RECORDS_MIN: usize = 2;
+/// Fewest keys the dicts of a `RECORDS` the reference encoder writes have: a row of one key can
+/// take a single byte, less than the default allocation budget grants a dict (`crate::limits`),
+/// so such a payload might not decode with the default limits; from 2 keys on every row takes
+/// at least 2 bytes, which cover it.
+pub const RECORDS_MIN_WIDTH: usize = 2;
 /// Largest pair count carried in a `SHORT_DICT` tag.
 pub const SHORT_DICT_MAX: usize = 7;
 /// Smallest int written as `SMALL_NEG`.

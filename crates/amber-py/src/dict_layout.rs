@@ -101,6 +101,26 @@ pub unsafe fn str_entry(dict: *mut ffi::PyObject, index: usize) -> Option<*mut S
     }
 }
 
+/// The entries of `dict` when its table is a combined str-keys table whose entries are exactly
+/// its `len` items (none deleted), else `None`: entry `i` is then item `i`, key and value both
+/// set.
+///
+/// # Safety
+/// `dict` must be a live exact dict and the GIL held, with the layout confirmed.
+#[inline(always)]
+pub unsafe fn dense_str_entries(dict: *mut ffi::PyObject, len: usize) -> Option<*const StrEntry> {
+    // SAFETY: per the contract; a table whose entry count is its item count has no deleted
+    // entry among them.
+    unsafe {
+        let keys = combined_table(dict)?;
+        let used = (*dict.cast::<ffi::PyDictObject>()).ma_used;
+        let dense = (*keys).dk_kind == KIND_STR_KEYS
+            && (*keys).dk_nentries == len as ffi::Py_ssize_t
+            && used == len as ffi::Py_ssize_t;
+        dense.then(|| entries(keys).cast::<StrEntry>().cast_const())
+    }
+}
+
 /// The items of an exact dict, borrowed, in the order `PyDict_Next` gives them: read from the
 /// table, with its place kept between steps. Each step checks that the dict still has the same
 /// combined table and rereads the entry count (code run between steps may have changed the

@@ -29,6 +29,9 @@ fn trace_event<'py>(
         Info::TupleList { rows, arity } => (kind("tuple_list"), rows, arity)
             .into_pyobject(py)?
             .into_any(),
+        Info::Records { rows, width } => {
+            (kind("records"), rows, width).into_pyobject(py)?.into_any()
+        }
         Info::Ext { code, blob } => (kind("ext"), kind(code.spec_name()), blob)
             .into_pyobject(py)?
             .into_any(),

@@ -13,6 +13,7 @@ extern "C" {
     // orjson for the same purpose.
     fn _PyDict_NewPresized(minused: ffi::Py_ssize_t) -> *mut ffi::PyObject;
 }
+use crate::dict_layout;
 use crate::object::PyObj;
 
 impl Builder for PyBuilder<'_, '_> {
@@ -135,6 +136,64 @@ impl Builder for PyBuilder<'_, '_> {
             unsafe { _PyDict_NewPresized(len as ffi::Py_ssize_t) }
         };
         self.own(ptr)
+    }
+
+    /// A RECORDS' keys go into a dict grown as they are inserted (not presized), so that a
+    /// str-keyed one is what `PyDict_Merge` copies whole into each row.
+    fn schema(&mut self, _width: usize) -> Result<PyObj, BuildError> {
+        // SAFETY: plain constructor.
+        self.own(unsafe { ffi::PyDict_New() })
+    }
+
+    /// A row of a RECORDS: a copy of the schema when its table can be copied whole (str keys,
+    /// the layout known), so that the row starts with every key, holding None, and
+    /// [`Builder::record_set`] stores each value into its entry without a lookup; otherwise an
+    /// empty dict.
+    #[inline]
+    fn record(&mut self, schema: &PyObj, width: usize) -> Result<PyObj, BuildError> {
+        // SAFETY: plain constructor.
+        let row = self.own(unsafe { ffi::PyDict_New() })?;
+        // SAFETY: schema is an exact dict of the decoder's own, which nothing else reaches.
+        let whole =
+            dict_layout::known() && unsafe { dict_layout::copies_whole(schema.as_ptr(), width) };
+        // SAFETY: both exact dicts; row is empty.
+        if whole && unsafe { ffi::PyDict_Merge(row.as_ptr(), schema.as_ptr(), 1) } < 0 {
+            return Err(self.host_failure());
+        }
+        Ok(row)
+    }
+
+    #[inline(always)]
+    fn record_set(
+        &mut self,
+        row: &PyObj,
+        index: usize,
+        _width: usize,
+        key: &PyObj,
+        value: PyObj,
+    ) -> Result<(), BuildError> {
+        let row_ptr = row.as_ptr();
+        // SAFETY: row is an exact dict made by `record`; nothing outside the decoder can reach
+        // it (a row has no identity on the wire, and goes into its list once complete). A copy
+        // of the schema holds all its keys before any value is set.
+        let value = if unsafe { dict_template::is_from_template(row_ptr, index) } {
+            // SAFETY: as above; the copy's entries are the schema's keys, in order.
+            match unsafe { dict_template::store(row_ptr, index, key.as_ptr(), value) } {
+                Ok(()) => return Ok(()),
+                Err(value) => value,
+            }
+        } else {
+            // The plain way hashes the key again for every row: a key whose hash is not
+            // constant-time is charged to the hash budget each time, as in a LIST of dicts.
+            self.guard_key(row, key)?;
+            value
+        };
+        // SAFETY: as above; the key passed the schema's checks, so it is hashable and not a
+        // duplicate; SetItem takes its own references.
+        if unsafe { ffi::PyDict_SetItem(row_ptr, key.as_ptr(), value.as_ptr()) } < 0 {
+            return Err(self.host_failure());
+        }
+        Ok(())
     }
 
     #[inline]

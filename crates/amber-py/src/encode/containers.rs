@@ -18,8 +18,8 @@ impl PyEncoder<'_> {
         }
         let _held = hold(obj);
         self.enter()?;
-        // Items held by this list alone are met only here: a list of such numbers or tuples
-        // loses no sharing when packed or written as rows.
+        // Items held by this list alone are met only here: a list of such numbers, tuples or
+        // dicts loses no sharing when packed or written as rows or records.
         match self.compact_list(obj, 1) {
             Compact::Written => {
                 self.leave();
@@ -28,7 +28,19 @@ impl PyEncoder<'_> {
             // Out of line, and not joining the loop below: the rows' path keeps its values
             // out of the registers of the loop that every other list runs.
             Compact::Rows(n) => return self.rows_or_items(obj, n),
+            Compact::Records(n) => return self.records_or_items(obj, n),
             Compact::Plain => {}
+        }
+        self.list_items(obj)
+    }
+
+    /// A list of `n` items whose first is an exact dict: records if they qualify, else the
+    /// ordinary items.
+    #[inline(never)]
+    fn records_or_items(&mut self, obj: *mut ffi::PyObject, n: usize) -> Result<(), EncodeFail> {
+        if self.records(obj, n, 1, obj)? {
+            self.leave();
+            return Ok(());
         }
         self.list_items(obj)
     }

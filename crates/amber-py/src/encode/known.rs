@@ -861,6 +861,7 @@ impl PyEncoder<'_> {
         let written = match self.compact_list(items.as_ptr(), 2) {
             Compact::Written => true,
             Compact::Rows(n) => self.rows(items.as_ptr(), n, 2, obj)?,
+            Compact::Records(n) => self.records(items.as_ptr(), n, 2, obj)?,
             Compact::Plain => false,
         };
         if written {

@@ -11,6 +11,7 @@ mod numpy;
 mod oob;
 mod packed;
 mod parts;
+mod records;
 mod rows;
 mod scalars;
 mod sink;

@@ -9,7 +9,7 @@
 
 use std::os::raw::c_int;
 
-use amber_format::tag::{PACKED_MIN, TUPLE_LIST_MIN};
+use amber_format::tag::{PACKED_MIN, RECORDS_MIN, TUPLE_LIST_MIN};
 use amber_format::varint::{zigzag, MAX_VARINT_LEN};
 use amber_format::{Tag, Writer};
 use pyo3_ffi as ffi;
@@ -17,8 +17,8 @@ use pyo3_ffi as ffi;
 use super::sink::Run;
 use super::PyEncoder;
 
-// One length check serves both compact forms.
-const _: () = assert!(PACKED_MIN == TUPLE_LIST_MIN);
+// One length check serves both forms for numbers and tuples; dicts need fewer items.
+const _: () = assert!(PACKED_MIN == TUPLE_LIST_MIN && RECORDS_MIN <= PACKED_MIN);
 
 /// What [`PyEncoder::compact_list`] found.
 pub(super) enum Compact {
@@ -29,12 +29,15 @@ pub(super) enum Compact {
     /// Nothing is written: the list has this many items (at least [`TUPLE_LIST_MIN`]) and
     /// the first is an exact tuple, so it may be written as rows ([`PyEncoder::rows`]).
     Rows(usize),
+    /// Nothing is written: the list has this many items (at least [`RECORDS_MIN`]) and the
+    /// first is an exact dict, so it may be written as records ([`PyEncoder::records`]).
+    Records(usize),
 }
 
 impl PyEncoder<'_> {
     /// Writes the exact list `list` packed if its items qualify for it, or finds that they
-    /// may qualify to be written as rows (spec 5.11.1, `rows.rs`), which is for the caller to
-    /// try: see [`Compact`]. `holds` is how many references the containers that the encoder
+    /// may qualify to be written as rows (spec 5.11.1, `rows.rs`) or records (spec 5.12.1,
+    /// `records.rs`), which is for the caller to try: see [`Compact`]. `holds` is how many references the containers that the encoder
     /// knows of have on each item: 1 for a list of the graph, 2 for the copy of a deque's
     /// items (the deque holds them too). An item with more references than that is held
     /// somewhere else as well, so it may be met again and has to go through the memo.
@@ -49,13 +52,19 @@ impl PyEncoder<'_> {
     ) -> Compact {
         // SAFETY: list is a live exact list.
         let n = unsafe { ffi::PyList_GET_SIZE(list) } as usize;
-        if n < PACKED_MIN {
+        if n < RECORDS_MIN {
             return Compact::Plain;
         }
         // SAFETY: an exact list of n > 0 items has an item array of n live objects.
         let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
         // SAFETY: as above; the first item is live.
         let ty = unsafe { ffi::Py_TYPE(*items) };
+        if ty == self.types.dict {
+            return Compact::Records(n);
+        }
+        if n < PACKED_MIN {
+            return Compact::Plain;
+        }
         if ty == self.types.int || ty == self.types.float {
             if self.packed_numbers(items, n, holds) {
                 return Compact::Written;

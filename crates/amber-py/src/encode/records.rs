@@ -1,0 +1,234 @@
+//! Lists of dicts with the same keys as RECORDS (spec 5.12.1): the count, the width and the
+//! keys once, then each dict's values as ordinary values, with no tag and no keys per row.
+//!
+//! As for rows of tuples (`rows.rs`), the list is looked over first, without writing anything
+//! (the keys and values go through the memo, which cannot take back what it recorded): every
+//! item an exact dict held by the list alone, with the first dict's str key objects in its
+//! order. The scan calls no Python code, so nothing can change while it runs. The keys are held
+//! while the rows are written, and each row's keys are compared with them again as its values
+//! are read: class code run while a value is written may change the list or its dicts, which
+//! is an error, as for a LIST, and a key it frees cannot be mistaken for a new object at the
+//! same address.
+//!
+//! Both passes read a row's entries straight from its table when it is a dense str-keys table
+//! (`dict_layout::dense_str_entries`), which records built by code and by JSON decoders are:
+//! the scan is then a few loads and one comparison a key, and the write reads each value where
+//! the table holds it. Any other dict, or an interpreter whose layout is not known, goes
+//! through `dict_layout::Items`.
+
+use amber_format::tag::{RECORDS_MIN, RECORDS_MIN_WIDTH};
+use pyo3_ffi as ffi;
+
+use super::containers::changed_size;
+use super::error::key_label;
+use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
+use crate::dict_layout::{self, Items};
+use crate::object::PyObj;
+
+impl PyEncoder<'_> {
+    /// Writes the exact list `list` of `n` items (at least [`RECORDS_MIN`], the first of them
+    /// an exact dict) as a RECORDS if its items qualify, and says whether it did; otherwise
+    /// nothing is written. `holds` is as for [`PyEncoder::compact_list`]; `owner` is the object
+    /// whose items these are (the list, or a deque), for the path of an error. The caller has
+    /// entered the list's nesting level; the rows' level is entered here.
+    ///
+    /// A dict held by the list alone is met once, here, so writing it without a tag loses no
+    /// sharing. Its keys are the first dict's very objects, written once; its values are
+    /// written exactly as inside a DICT, memo included.
+    #[inline(never)]
+    pub(super) fn records(
+        &mut self,
+        list: *mut ffi::PyObject,
+        n: usize,
+        holds: ffi::Py_ssize_t,
+        owner: *mut ffi::PyObject,
+    ) -> Result<bool, EncodeFail> {
+        debug_assert!(n >= RECORDS_MIN);
+        // Canonical mode writes every list of dicts as a LIST (spec 6.7, rule 3).
+        if self.options.canonical {
+            return Ok(false);
+        }
+        let Some(keys) = self.record_keys(list, n, holds) else {
+            return Ok(false);
+        };
+        let width = keys.len();
+        self.enter()?;
+        self.writer.records_header(n, width);
+        // SAFETY: list is a live list of n items (nothing has run since the scan).
+        let first = unsafe { ffi::PyList_GET_ITEM(list, 0) };
+        for (index, key) in keys.iter().enumerate() {
+            self.nested_value(key.as_ptr()).map_err(|e| {
+                e.at(Segment::KeyOf(index), first)
+                    .at(Segment::Index(0), owner)
+            })?;
+        }
+        for i in 0..n {
+            // Class code run while a value is written may change the list: the row is read
+            // again, and held while its values are written.
+            // SAFETY: list is a live list; i is checked against its current length.
+            let row = unsafe {
+                if i >= ffi::PyList_GET_SIZE(list) as usize {
+                    return Err(changed_size("list", list));
+                }
+                ffi::PyList_GET_ITEM(list, i as ffi::Py_ssize_t)
+            };
+            // SAFETY: reading the type of a live object.
+            if unsafe { ffi::Py_TYPE(row) } != self.types.dict {
+                return Err(changed_row(i));
+            }
+            let row = hold(row);
+            self.record_values(row.as_ptr(), &keys)
+                .map_err(|e| e.at(Segment::Index(i), owner))?
+                .then_some(())
+                .ok_or_else(|| changed_row(i))?;
+        }
+        // SAFETY: list is a live list.
+        if unsafe { ffi::PyList_GET_SIZE(list) } as usize != n {
+            return Err(changed_size("list", list));
+        }
+        self.leave();
+        Ok(true)
+    }
+
+    /// Writes the values of `row`, a held exact dict, in the order of `keys`; false (with
+    /// nothing more written) when a key is not the one at its place, because code run while
+    /// an earlier value was written changed the dict.
+    #[inline(always)]
+    fn record_values(
+        &mut self,
+        row: *mut ffi::PyObject,
+        keys: &[PyObj],
+    ) -> Result<bool, EncodeFail> {
+        let layout = dict_layout::known();
+        let width = keys.len();
+        for (index, key) in keys.iter().enumerate() {
+            let key = key.as_ptr();
+            // The entries are looked up again for every value: writing the one before may
+            // have run code that changed the table.
+            // SAFETY: row is a live exact dict, held; dense entries hold `width` items.
+            let dense = layout.then(|| unsafe { dict_layout::dense_str_entries(row, width) });
+            let value = match dense {
+                Some(Some(entries)) => {
+                    // SAFETY: index < width, the dense table's entry count.
+                    let entry = unsafe { &*entries.add(index) };
+                    if entry.key != key {
+                        return Ok(false);
+                    }
+                    entry.value
+                }
+                // Not a dense str-keys table: the rest of the row the general way.
+                _ => return self.record_values_by_items(row, keys, index),
+            };
+            self.nested_value(value)
+                .map_err(|e| e.at(Segment::Key(key_label(self.py, key)), row))?;
+        }
+        Ok(true)
+    }
+
+    /// [`PyEncoder::record_values`] from value `from` on, for any dict: through
+    /// [`Items`], which checks the table at every step.
+    #[cold]
+    #[inline(never)]
+    fn record_values_by_items(
+        &mut self,
+        row: *mut ffi::PyObject,
+        keys: &[PyObj],
+        from: usize,
+    ) -> Result<bool, EncodeFail> {
+        let mut index = 0;
+        // SAFETY: row is an exact dict, held by the caller; Items checks the table at every
+        // step (see `dict`).
+        for (key, value) in unsafe { Items::new(row) } {
+            if keys.get(index).map(PyObj::as_ptr) != Some(key) {
+                return Ok(false);
+            }
+            if index >= from {
+                self.nested_value(value)
+                    .map_err(|e| e.at(Segment::Key(key_label(self.py, key)), row))?;
+            }
+            index += 1;
+        }
+        Ok(index == keys.len())
+    }
+
+    /// The keys of a list of `n` dicts written as RECORDS, held, or `None` when its items do
+    /// not qualify: each an exact dict with at most the references `holds` allows (see
+    /// [`PyEncoder::unshared_limit`]), the first with at least [`RECORDS_MIN_WIDTH`] keys,
+    /// all of them exact strs, and every other dict with those very keys in that order.
+    fn record_keys(
+        &self,
+        list: *mut ffi::PyObject,
+        n: usize,
+        holds: ffi::Py_ssize_t,
+    ) -> Option<Vec<PyObj>> {
+        let dict_type = self.types.dict;
+        // Dicts keep their identity in every mode but canonical, which the caller excludes:
+        // only refs=False lets a dict held twice be written twice.
+        let limit = if self.memo.is_on() {
+            holds
+        } else {
+            ffi::Py_ssize_t::MAX
+        };
+        // SAFETY: list is a live exact list of n items.
+        let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
+        // SAFETY: the first item is a live exact dict (the caller checked its type).
+        let first = unsafe { *items };
+        let mut keys = Vec::new();
+        // SAFETY: first is a live exact dict; no Python code runs while it is read.
+        for (key, _) in unsafe { Items::new(first) } {
+            // SAFETY: reading the type of a live key.
+            if unsafe { ffi::Py_TYPE(key) } != self.types.str {
+                return None;
+            }
+            keys.push(key);
+        }
+        if keys.len() < RECORDS_MIN_WIDTH {
+            return None;
+        }
+        let width = keys.len();
+        let layout = dict_layout::known();
+        for i in 0..n {
+            // SAFETY: i < n, the list's length, which nothing can change during this loop.
+            let item = unsafe { *items.add(i) };
+            // SAFETY: reading the type, reference count and size of a live object, the size
+            // only once it is known to be an exact dict.
+            let fits = unsafe {
+                ffi::Py_TYPE(item) == dict_type
+                    && ffi::Py_REFCNT(item) <= limit
+                    && (*item.cast::<ffi::PyDictObject>()).ma_used as usize == width
+            };
+            if !fits {
+                return None;
+            }
+            if i == 0 {
+                continue;
+            }
+            // SAFETY: item is a live exact dict; nothing here runs code.
+            let dense = layout.then(|| unsafe { dict_layout::dense_str_entries(item, width) });
+            let same_keys = match dense {
+                // SAFETY: the dense table holds `width` entries.
+                Some(Some(entries)) => {
+                    (0..width).all(|j| unsafe { (*entries.add(j)).key } == keys[j])
+                }
+                // SAFETY: as above.
+                _ => unsafe { Items::new(item) }
+                    .map(|(k, _)| k)
+                    .eq(keys.iter().copied()),
+            };
+            if !same_keys {
+                return None;
+            }
+        }
+        Some(keys.into_iter().map(hold).collect())
+    }
+}
+
+/// The error for a list whose dict `index` class code replaced or changed, while the rows
+/// before it were written, so that it no longer has the keys already in the output.
+#[cold]
+fn changed_row(index: usize) -> EncodeFail {
+    EncodeFail::new(FailKind::Refused(format!(
+        "item {index} of a list of dicts with the same keys changed while the list was being \
+         encoded (by code in a class it contains)"
+    )))
+}
