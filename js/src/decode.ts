@@ -57,7 +57,7 @@ function isIndexKey(k: string): boolean {
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const enum F {
-  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter, ObjectFromFirst,
+  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Records, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter, ObjectFromFirst,
 }
 
 class Frame {
@@ -76,6 +76,12 @@ class Frame {
   keys: KeyTable | null = null;
   /** TUPLE_LIST: the row being filled, its arity and the next item's index in it. */
   row: Tuple | null = null;
+  /** RECORDS: the list (the container holds the keys for their checks), the keys read so
+   * far, and how a row is made from its values (see Decoder.recordsRow). */
+  list: unknown[] | null = null;
+  recordKeys: unknown[] | null = null;
+  rowsAsObjects = false;
+  rowMaker: ((v: unknown[]) => object) | null = null;
   arity = 0;
   rowIndex = 0;
   /** Lists and tuples: the declared count (items go to index count - remaining). */
@@ -180,6 +186,9 @@ function releaseFrames(stack: Frame[]): void {
     f.key = undefined;
     f.values = null;
     f.row = null;
+    f.list = null;
+    f.recordKeys = null;
+    f.rowMaker = null;
     f.shape = null;
     f.event = null;
     f.keys = null;
@@ -546,6 +555,7 @@ export type TraceInfo =
   | ["container", number]
   | ["packed", number]
   | ["tuple_list", number, number]
+  | ["records", number, number]
   | ["ext", string, number | null]
   | ["object", number, boolean, [string, string, ObjectKind, readonly string[] | null]]
   | ["ref", number, number]
@@ -569,7 +579,7 @@ export const TAG_NAMES: Record<number, string> = {
   0x68: "STR", 0x69: "STR_SURROGATES", 0x6a: "BYTES", 0x6b: "BYTEARRAY", 0x6c: "INT", 0x6d: "BIGINT",
   0x6e: "FLOAT64", 0x6f: "FLOAT32", 0x70: "COMPLEX", 0x71: "LIST", 0x72: "TUPLE", 0x73: "DICT", 0x74: "SET",
   0x75: "FROZENSET", 0x76: "EXT", 0x77: "OBJECT", 0x78: "PACKED_INT_LIST", 0x79: "PACKED_FLOAT_LIST",
-  0x7c: "TUPLE_LIST", 0x90: "NONE", 0x91: "FALSE", 0x92: "TRUE", 0x93: "REF", 0x94: "SUPERSEDE",
+  0x7b: "RECORDS", 0x7c: "TUPLE_LIST", 0x90: "NONE", 0x91: "FALSE", 0x92: "TRUE", 0x93: "REF", 0x94: "SUPERSEDE",
 };
 
 export function tagName(tag: number): string {
@@ -841,7 +851,7 @@ export class BodyDecoder {
               continue;
             }
           }
-        } else if (top.type === F.Set || top.type === F.FrozenSet || top.type >= F.ObjectFirst) {
+        } else if (top.type === F.Set || top.type === F.FrozenSet || top.type >= F.ObjectFirst || top.type === F.Records) {
           // Objects: where each value starts, for the value rules (spec 5.17.3).
           top.childAt = this.pos;
         }
@@ -1057,6 +1067,20 @@ export class BodyDecoder {
           list.push(row);
         }
         f.row = null;
+        return this.finishFrame(f);
+      }
+      case F.Records: {
+        const keys = f.recordKeys!, width = f.arity;
+        for (let j = 0; j < width; j++) {
+          f.childAt = this.pos;
+          this.recordsKey(f, this.fast());
+        }
+        const list = f.list!, rows = f.count, values = f.values!;
+        for (let r = 0; r < rows; r++) {
+          for (let j = 0; j < width; j++) values[j] = this.fast();
+          list.push(this.recordsRow(f, keys, values));
+        }
+        f.remaining = 0;
         return this.finishFrame(f);
       }
       case F.Set:
@@ -1467,6 +1491,18 @@ export class BodyDecoder {
         this.checkKey(f, v, "duplicate_element");
         f.container.add(v);
         return --f.remaining === 0;
+      case F.Records: {
+        const keys = f.recordKeys!;
+        if (keys.length < f.arity) this.recordsKey(f, v);
+        else {
+          f.values![f.rowIndex++] = v;
+          if (f.rowIndex === f.arity) {
+            f.list!.push(this.recordsRow(f, keys, f.values!));
+            f.rowIndex = 0;
+          }
+        }
+        return --f.remaining === 0;
+      }
       case F.TupleList: {
         const row = f.row!;
         row[f.rowIndex++] = v;
@@ -1553,6 +1589,12 @@ export class BodyDecoder {
       case F.TupleList:
         this.depth -= 2;
         return f.container;
+      case F.Records:
+        this.depth -= 2;
+        f.container = null;
+        f.recordKeys = null;
+        f.rowMaker = null;
+        return f.list;
       case F.Tuple:
       case F.FrozenSet:
         this.depth--;
@@ -1739,6 +1781,7 @@ export class BodyDecoder {
       ev.headEnd = this.pos - this.delta;
       switch (f.type) {
         case F.TupleList: ev.info = ["tuple_list", f.remaining, f.arity]; break;
+        case F.Records: ev.info = ["records", f.count, f.arity]; break;
         case F.Supersede: ev.info = ["supersede"]; break;
         case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
         case F.ObjectFirst: case F.ObjectAfter: case F.ObjectFromFirst: case F.PlainRecord: case F.RecordValues: {
@@ -1893,6 +1936,8 @@ export class BodyDecoder {
         break;
       case 0x7c:
         return this.openTupleList(at, trackOff);
+      case 0x7b:
+        return this.openRecords(at, trackOff);
       default:
         throw this.err("unknown_tag", at, `tag 0x${(code | (trackOff >= 0 ? 0x80 : 0)).toString(16)} is reserved`);
     }
@@ -2155,6 +2200,69 @@ export class BodyDecoder {
     return PENDING;
   }
 
+  /** A RECORDS after its tag (spec 5.12.1): two nesting levels at the tag, the count and the
+   * width, then the list and all its dicts charged before the keys are read. The frame reads
+   * the width keys, each checked as a dict key once (the container is a Map of them), then
+   * the rows' values; `remaining` counts all of them. */
+  private openRecords(at: number, trackOff: number): unknown {
+    this.enter(at, 2);
+    const rows = this.varint();
+    const width = this.varint();
+    if (width === 0) throw this.err("length_too_large", at, `RECORDS declares ${rows} rows of 0 keys; a RECORDS needs at least 1 key`);
+    const left = this.end - this.pos;
+    if (typeof rows !== "number" || typeof width !== "number" || rows >= Math.floor(left / width)) {
+      throw this.err("length_too_large", at, `RECORDS declares ${rows} rows of ${width} keys, which with the keys need more than the ${left} bytes left`);
+    }
+    this.charge(cost.records(rows, width), at);
+    const list: unknown[] = [];
+    if (trackOff >= 0) this.record(trackOff, list);
+    const f = this.pushFrame(F.Records, at);
+    f.container = new Map();
+    f.list = list;
+    f.recordKeys = [];
+    f.count = rows;
+    f.arity = width;
+    f.remaining = width + rows * width;
+    f.rowIndex = 0;
+    if (f.scratch === null || f.scratch.length < width) f.scratch = newArray(Math.max(width, 8));
+    f.values = f.scratch;
+    return PENDING;
+  }
+
+  /** Key number `recordKeys.length` of a RECORDS, checked as a dict key (section 7). Once all
+   * are in, the rows' form is chosen: objects when the caller asked for them and every key is
+   * a str an object keeps in order, else Maps. */
+  private recordsKey(f: Frame, key: unknown): void {
+    if (typeof key === "string") {
+      if (f.container.has(key)) throw this.err("duplicate_key", f.childAt);
+    } else {
+      this.checkKey(f, key, "duplicate_key");
+    }
+    f.container.set(key, null);
+    const keys = f.recordKeys!;
+    keys.push(key);
+    if (keys.length === f.arity) {
+      f.rowsAsObjects = this.objectDicts && keys.every((k) => typeof k === "string" && k !== "__proto__" && !isIndexKey(k));
+      f.rowMaker = null;
+    }
+  }
+
+  /** One row of a RECORDS from its values (in the keys' order). */
+  private recordsRow(f: Frame, keys: unknown[], values: unknown[]): object {
+    const width = f.arity;
+    if (!f.rowsAsObjects) {
+      const map = new Map<unknown, unknown>();
+      for (let j = 0; j < width; j++) map.set(keys[j], values[j]);
+      return map;
+    }
+    // Rows of one key sequence: the literal maker of that sequence (made at its second use).
+    if (f.rowMaker === null) f.rowMaker = recordMaker(dictRecordNode(keys as string[], width), this);
+    if (f.rowMaker !== null) return f.rowMaker(values);
+    const obj: Record<string, unknown> = {};
+    for (let j = 0; j < width; j++) obj[keys[j] as string] = values[j];
+    return obj;
+  }
+
   private reference(at: number): unknown {
     // The target: one or two varint bytes read inline (nearly every REF), else the reader.
     const buf = this.buf, p = at + 1;
@@ -2397,7 +2505,7 @@ export class BodyDecoder {
       case 0x6c: case 0x6d: return "int";
       case 0x6e: case 0x6f: return "float";
       case 0x70: return "complex";
-      case 0x71: case 0x78: case 0x79: case 0x7c: return "list";
+      case 0x71: case 0x78: case 0x79: case 0x7b: case 0x7c: return "list";
       case 0x72: return "tuple";
       case 0x73: return "dict";
       case 0x74: return "set";

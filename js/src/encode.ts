@@ -73,7 +73,8 @@ function countHolders(root: unknown, enc: Encoder): Set<object> {
     walked.add(v);
     if (walked.size !== size) {
       if (!(v instanceof Float)) stack.push(v);
-    } else if (v instanceof Tuple || v instanceof Float) {
+    } else {
+      // Met again: shared. (Only tuples, floats and dicts are ever asked about.)
       twice.add(v);
     }
   };
@@ -100,6 +101,30 @@ function countHolders(root: unknown, enc: Encoder): Set<object> {
     }
   }
   return twice;
+}
+
+/** The str keys of a dict that may be a row of a RECORDS: an exact Map of str keys, or a plain
+ * object (not a registered class's instance), in order; else null. */
+function dictKeys(v: unknown): string[] | null {
+  if (typeof v !== "object" || v === null) return null;
+  const proto = Object.getPrototypeOf(v);
+  if (proto === Map.prototype) {
+    const keys: string[] = [];
+    for (const k of (v as Map<unknown, unknown>).keys()) {
+      if (typeof k !== "string") return null;
+      keys.push(k);
+    }
+    return keys;
+  }
+  if ((proto === Object.prototype || proto === null) && (v as Record<symbol, unknown>)[CLASS] === undefined) {
+    return Object.keys(v);
+  }
+  return null;
+}
+
+/** The value of key `k` of a row that `dictKeys` accepted. */
+function recordValue(row: object, k: string): unknown {
+  return row instanceof Map ? row.get(k) : (row as Record<string, unknown>)[k];
 }
 
 class Encoder {
@@ -649,8 +674,10 @@ class Encoder {
 
   private list(v: unknown[]): void {
     const n = v.length;
-    if (n >= 4 && v.constructor === Array) {
-      if (this.packedInts(v) || this.packedFloats(v) || this.tupleList(v)) return;
+    if (n >= 2 && v.constructor === Array) {
+      if (n >= 4 && (this.packedInts(v) || this.packedFloats(v) || this.tupleList(v))) return;
+      const keys = this.recordsKeys(v);
+      if (keys !== null) return this.records(v, keys);
     }
     this.enter();
     if (n <= 3) this.byte(0x58 + n);
@@ -729,6 +756,60 @@ class Encoder {
     }
     this.depth -= 2;
     return true;
+  }
+
+  /** Writes a list of dicts as records (spec 5.12.1), `keys` being their keys. */
+  private records(v: unknown[], keys: string[]): void {
+    this.recordsHeader(v.length, keys);
+    const path = this.path;
+    for (let i = 0; i < v.length; i++) {
+      path.push(i);
+      const row = v[i] as object;
+      if (this.active !== null) {
+        if (this.active.has(row)) this.fail("cycle detected");
+        this.active.add(row);
+      }
+      for (const k of keys) {
+        path.push(k);
+        const x = recordValue(row, k);
+        if (x === undefined) this.fail("cannot write undefined");
+        this.value(x);
+        path.pop();
+      }
+      if (this.active !== null) this.active.delete(row);
+      path.pop();
+    }
+    this.depth -= 2;
+  }
+
+  /** The header and keys of a list of `n` dicts written as records; the rows' level is
+   * entered. */
+  private recordsHeader(n: number, keys: string[]): void {
+    this.enter(2);
+    this.byte(0x7b);
+    this.varint(n);
+    this.varint(keys.length);
+    for (const k of keys) this.str(k);
+  }
+
+  /** The keys of a list written as records (spec 5.12.1), or null: not in canonical mode; at
+   * least 2 dicts (exact Maps or plain objects), with the same str keys in one order, at least
+   * 2, none shared. JS strings have no identity: equal keys are the same key. */
+  private recordsKeys(v: unknown[]): string[] | null {
+    if (this.canonical) return null;
+    const keys = dictKeys(v[0]);
+    if (keys === null || keys.length < 2) return null;
+    for (let i = 1; i < v.length; i++) {
+      const other = dictKeys(v[i]);
+      if (other === null || other.length !== keys.length) return null;
+      for (let j = 0; j < keys.length; j++) if (other[j] !== keys[j]) return null;
+    }
+    if (this.memo !== null) {
+      for (let i = 0; i < v.length; i++) {
+        if (this.memo.has(v[i] as object) || this.shared(v[i])) return null;
+      }
+    }
+    return keys;
   }
 
   /** Whether a list is written as rows (spec 5.10.1): tuples of one length, none shared. */
@@ -1109,6 +1190,30 @@ class Encoder {
 
   private *listG(v: unknown[]): Walk {
     const n = v.length;
+    const keys = n >= 2 && v.constructor === Array ? this.recordsKeys(v) : null;
+    if (keys !== null) {
+      this.recordsHeader(n, keys);
+      const path = this.path;
+      for (let i = 0; i < n; i++) {
+        path.push(i);
+        const row = v[i] as object;
+        if (this.active !== null) {
+          if (this.active.has(row)) this.fail("cycle detected");
+          this.active.add(row);
+        }
+        for (const k of keys) {
+          path.push(k);
+          const x = recordValue(row, k);
+          if (x === undefined) this.fail("cannot write undefined");
+          yield x;
+          path.pop();
+        }
+        if (this.active !== null) this.active.delete(row);
+        path.pop();
+      }
+      this.depth -= 2;
+      return;
+    }
     if (n >= 4 && v.constructor === Array) {
       if (this.packedInts(v) || this.packedFloats(v)) return;
       if (this.isTupleList(v)) {

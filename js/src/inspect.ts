@@ -132,6 +132,9 @@ export function summary(event: TraceEvent, base = 0): string {
     case "tuple_list":
       text = `list of ${count(info[1], "tuple")} of ${count(info[2], "item")}, as rows`;
       break;
+    case "records":
+      text = `list of ${count(info[1], "dict")} of ${count(info[2], "key")}, as records`;
+      break;
     case "ext":
       text = info[2] === null ? info[1] : `${info[1]}, ${count(info[2], "byte")}`;
       if (info[2] !== null && complete) text += `: ${valueText(event.value)}`;
@@ -185,7 +188,10 @@ export function inspectLines(data: Uint8Array, result: Trace, options: { showHex
     const flags = data[2] & 0xf0;
     out.push(line(0, data.subarray(0, HEADER_LEN), 0, "HEADER", `version ${data[2] & 0x0f}${flags ? `, flags 0x${flags.toString(16).padStart(2, "0")}` : ""}`));
   }
-  const tupleLists: [number, number, number][] = [];
+  // [depth, arity, values met, keys] of each TUPLE_LIST or RECORDS whose rows are listed,
+  // innermost last (keys: the values before the rows, a RECORDS' keys). The rows have no
+  // tags: a line marks where each begins, at its first value.
+  const tupleLists: [number, number, number, number][] = [];
   // [depth, roles, values met] of each OBJECT whose values are named, innermost last.
   const objects: [number, readonly string[], number][] = [];
   const limit = options.maxLines ?? Infinity;
@@ -207,12 +213,18 @@ export function inspectLines(data: Uint8Array, result: Trace, options: { showHex
     while (tupleLists.length && tupleLists[tupleLists.length - 1][0] >= event.depth) tupleLists.pop();
     if (tupleLists.length && event.depth === tupleLists[tupleLists.length - 1][0] + 2) {
       const top = tupleLists[tupleLists.length - 1];
-      const [depth, arity, met] = top;
-      if (met % arity === 0) out.push(line(event.offset, new Uint8Array(0), depth + 1, `row ${Math.floor(met / arity)}`, `tuple of ${count(arity, "item")}`));
+      const [depth, arity, met, keys] = top;
+      const none = new Uint8Array(0);
+      if (keys && met === 0) out.push(line(event.offset, none, depth + 1, "keys of each row", count(keys, "key")));
+      else if (met >= keys && (met - keys) % arity === 0) {
+        const what = keys ? `dict of ${count(arity, "pair")}` : `tuple of ${count(arity, "item")}`;
+        out.push(line(event.offset, none, depth + 1, `row ${Math.floor((met - keys) / arity)}`, what));
+      }
       top[2]++;
     }
     const info = event.info;
-    if (info !== null && info[0] === "tuple_list" && info[1]) tupleLists.push([event.depth, info[2], 0]);
+    if (info !== null && info[0] === "tuple_list" && info[1]) tupleLists.push([event.depth, info[2], 0, 0]);
+    if (info !== null && info[0] === "records") tupleLists.push([event.depth, info[2], 0, info[2]]);
     let headEnd = event.headEnd;
     if (headEnd === null) {
       const stop = error !== null ? error.offset : event.offset;
@@ -246,7 +258,7 @@ export interface Stats {
 function levelsOpened(info: TraceInfo | null): number {
   if (info === null) return 0;
   switch (info[0]) {
-    case "tuple_list": return 2;
+    case "tuple_list": case "records": return 2;
     case "container": case "packed": case "object": case "supersede": return 1;
     case "ext": return info[2] === null ? 1 : 0;
     default: return 0;

@@ -22,6 +22,7 @@ export const cost = {
   packedFloatList: (n: number) => 72 + 8 * n + 32 * n,
   tuple: (n: number) => 56 + 8 * n,
   tupleList: (rows: number, arity: number) => (rows === 0 ? 72 : 72 + 8 * rows + rows * (56 + 8 * arity)),
+  records: (rows: number, width: number) => 72 + 8 * rows + rows * (240 + 48 * width),
   dict: (n: number) => 240 + 48 * n,
   set: (n: number) => 232 + 48 * n,
   extBlob: (n: number) => 96 + 4 * n,

@@ -94,6 +94,34 @@ test("identity: shared containers and cycles come back shared, tuples too", () =
   assert.deepEqual(copies[0], copies[1]);
 });
 
+test("records: lists of dicts with the same keys are written once, as plain objects or Maps", () => {
+  const rows = [{ id: 1, name: "ab" }, { id: 2, name: "cd" }];
+  const bytes = encode(rows);
+  assert.equal(toHex(bytes), "ab41017b0202426964446e616d650142616202426364");
+  assert.equal(toHex(encode(rows.map((r) => new Map(Object.entries(r))))), toHex(bytes));
+  // Maps by default, objects on request; the rows are dicts of their own either way.
+  const maps = decode(bytes) as Map<string, unknown>[];
+  assert.deepEqual(maps.map((m) => [...m]), [[["id", 1], ["name", "ab"]], [["id", 2], ["name", "cd"]]]);
+  const objects = decode(bytes, { dicts: "object" }) as Record<string, unknown>[];
+  assert.deepEqual(objects, rows as Record<string, unknown>[]);
+  assert.notEqual(objects[0], objects[1]);
+  objects[0].extra = 1;
+  assert.equal("extra" in objects[1], false);
+  // Keys an object cannot keep in order make Map rows even in object mode.
+  const indexed = decode(encode([new Map([["1", 1], ["b", 2]]), new Map([["1", 3], ["b", 4]])]), { dicts: "object" });
+  assert.ok((indexed as unknown[]).every((row) => row instanceof Map));
+  // Not records: one key, another order, a non-str key, canonical mode, a dict held twice.
+  assert.equal(encode([{ a: 1 }, { a: 2 }])[3], 0x5a);
+  assert.equal(encode([{ a: 1, b: 2 }, { b: 3, a: 4 }])[3], 0x5a);
+  assert.equal(encode([new Map<unknown, unknown>([[1, 1], ["b", 2]]), new Map<unknown, unknown>([[1, 3], ["b", 4]])])[3], 0x5a);
+  assert.equal(encode(rows, { canonical: true })[3], 0x5a);
+  const shared = { a: 1, b: 2 };
+  assert.equal(encode([shared, { a: 3, b: 4 }, shared])[3], 0x5b);
+  assert.equal(encode([shared, shared], { refs: false })[3], 0x7b);
+  // An undefined value is refused with its place.
+  assert.throws(() => encode([{ a: 1, b: 2 }, { a: 3, b: undefined }]), (e: unknown) => e instanceof EncodeError && /undefined/.test(String(e)));
+});
+
 test("refs: false refuses cycles and names the path", () => {
   const l: unknown[] = [1];
   l.push([l]);
