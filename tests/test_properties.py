@@ -95,7 +95,8 @@ def test_trees_refs_false(x):
             # Decoding made equal dict keys one object (strs have no identity of their own),
             # which turns a list of dicts into a shorter RECORDS: the bytes are stable from
             # the first decode on.
-            assert len(again) < len(data) and amber.loads(again) == out
+            assert len(again) < len(data)
+            assert graph_diff(out, amber.loads(again)) is None
             assert amber.dumps(amber.loads(again), refs=False) == again
     # hypothesis trees hold no shared containers, so refs=False loses nothing here
     # except sharing of atoms; compare through a refs=True round trip of the copy

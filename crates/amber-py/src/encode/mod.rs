@@ -82,6 +82,10 @@ pub struct PyEncoder<'py> {
     oob: OutOfBand,
     /// The options of this encode, for the nested encodes that make canonical sort keys.
     options: Options,
+    /// The lists of dicts (by owner: the list, or a deque) whose rows turned out, while they
+    /// were being written as records, not to have the first row's keys: the encode started
+    /// again, and these are written as LISTs (see `records.rs`). Kept across restarts.
+    plain_records: rustc_hash::FxHashSet<usize>,
 }
 
 /// Encodes `obj` into a complete payload, a `bytes` object. With `oob`, large data goes out
@@ -110,6 +114,7 @@ pub fn encode<'py>(
         attr_values: Vec::new(),
         oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
         options,
+        plain_records: rustc_hash::FxHashSet::default(),
     };
     let result = encoder.run(obj, options.refs);
     if let Some(slot) = oob {

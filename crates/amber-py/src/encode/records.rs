@@ -1,20 +1,26 @@
 //! Lists of dicts with the same keys as RECORDS (spec 5.12.1): the count, the width and the
 //! keys once, then each dict's values as ordinary values, with no tag and no keys per row.
 //!
-//! As for rows of tuples (`rows.rs`), the list is looked over first, without writing anything
-//! (the keys and values go through the memo, which cannot take back what it recorded): every
-//! item an exact dict held by the list alone, with the first dict's str key objects in its
-//! order. The scan calls no Python code, so nothing can change while it runs. The keys are held
-//! while the rows are written, and each row's keys are compared with them again as its values
-//! are read: class code run while a value is written may change the list or its dicts, which
-//! is an error, as for a LIST, and a key it frees cannot be mistaken for a new object at the
-//! same address.
+//! The list is looked over first, without writing anything: every item an exact dict held by
+//! the list alone, with as many keys as the first, whose keys are at least
+//! [`RECORDS_MIN_WIDTH`] strs. That scan reads only each dict's own object (type, reference
+//! count, size): on a list of a million dicts, a second walk through their key tables, before
+//! the one that reads their values, cost a tenth of the encode in cache misses.
 //!
-//! Both passes read a row's entries straight from its table when it is a dense str-keys table
-//! (`dict_layout::dense_str_entries`), which records built by code and by JSON decoders are:
-//! the scan is then a few loads and one comparison a key, and the write reads each value where
-//! the table holds it. Any other dict, or an interpreter whose layout is not known, goes
-//! through `dict_layout::Items`.
+//! Whether each dict has the first one's very keys, in order, is checked while its values are
+//! written, from the same table reads. A dict that does not (its keys are others, or in another
+//! order, or class code run by an earlier value changed it) cannot be taken back: the keys and
+//! values written so far went through the memo, which cannot forget them. So the encode starts
+//! again, as it does for a cycle through a tuple (`memo.rs`), with the list marked to be
+//! written as a LIST (`PyEncoder::plain_records`); a list is marked once, so restarts are
+//! bounded by the lists of dicts in the payload. Lists of dicts that share a length but not
+//! their keys are rare: the cost, an encode done twice, is paid for those only.
+//!
+//! The keys are held while the rows are written, so a key that class code frees cannot be
+//! mistaken for a new object at the same address. A row's entries are read straight from its
+//! table when it is a dense str-keys table (`dict_layout::dense_str_entries`), which records
+//! built by code and by JSON decoders are; any other dict, or an interpreter whose layout is
+//! not known, goes through `dict_layout::Items`.
 
 use amber_format::tag::{RECORDS_MIN, RECORDS_MIN_WIDTH};
 use pyo3_ffi as ffi;
@@ -48,6 +54,9 @@ impl PyEncoder<'_> {
         if self.options.canonical {
             return Ok(false);
         }
+        if !self.plain_records.is_empty() && self.plain_records.contains(&(owner as usize)) {
+            return Ok(false);
+        }
         let Some(keys) = self.record_keys(list, n, holds) else {
             return Ok(false);
         };
@@ -74,13 +83,15 @@ impl PyEncoder<'_> {
             };
             // SAFETY: reading the type of a live object.
             if unsafe { ffi::Py_TYPE(row) } != self.types.dict {
-                return Err(changed_row(i));
+                return Err(self.not_records(owner));
             }
             let row = hold(row);
-            self.record_values(row.as_ptr(), &keys)
-                .map_err(|e| e.at(Segment::Index(i), owner))?
-                .then_some(())
-                .ok_or_else(|| changed_row(i))?;
+            let fits = self
+                .record_values(row.as_ptr(), &keys)
+                .map_err(|e| e.at(Segment::Index(i), owner))?;
+            if !fits {
+                return Err(self.not_records(owner));
+            }
         }
         // SAFETY: list is a live list.
         if unsafe { ffi::PyList_GET_SIZE(list) } as usize != n {
@@ -91,8 +102,7 @@ impl PyEncoder<'_> {
     }
 
     /// Writes the values of `row`, a held exact dict, in the order of `keys`; false (with
-    /// nothing more written) when a key is not the one at its place, because code run while
-    /// an earlier value was written changed the dict.
+    /// nothing more written) when a key is not the one at its place.
     #[inline(always)]
     fn record_values(
         &mut self,
@@ -151,10 +161,11 @@ impl PyEncoder<'_> {
         Ok(index == keys.len())
     }
 
-    /// The keys of a list of `n` dicts written as RECORDS, held, or `None` when its items do
-    /// not qualify: each an exact dict with at most the references `holds` allows (see
-    /// [`PyEncoder::unshared_limit`]), the first with at least [`RECORDS_MIN_WIDTH`] keys,
-    /// all of them exact strs, and every other dict with those very keys in that order.
+    /// The keys of a list of `n` dicts that may be written as RECORDS, held, or `None` when
+    /// its items do not qualify: each an exact dict with at most the references `holds`
+    /// allows (see [`PyEncoder::unshared_limit`]) and as many keys as the first, which has at
+    /// least [`RECORDS_MIN_WIDTH`], all exact strs. (That every dict has those very keys is
+    /// checked as its values are written.)
     fn record_keys(
         &self,
         list: *mut ffi::PyObject,
@@ -186,7 +197,6 @@ impl PyEncoder<'_> {
             return None;
         }
         let width = keys.len();
-        let layout = dict_layout::known();
         for i in 0..n {
             // SAFETY: i < n, the list's length, which nothing can change during this loop.
             let item = unsafe { *items.add(i) };
@@ -200,35 +210,17 @@ impl PyEncoder<'_> {
             if !fits {
                 return None;
             }
-            if i == 0 {
-                continue;
-            }
-            // SAFETY: item is a live exact dict; nothing here runs code.
-            let dense = layout.then(|| unsafe { dict_layout::dense_str_entries(item, width) });
-            let same_keys = match dense {
-                // SAFETY: the dense table holds `width` entries.
-                Some(Some(entries)) => {
-                    (0..width).all(|j| unsafe { (*entries.add(j)).key } == keys[j])
-                }
-                // SAFETY: as above.
-                _ => unsafe { Items::new(item) }
-                    .map(|(k, _)| k)
-                    .eq(keys.iter().copied()),
-            };
-            if !same_keys {
-                return None;
-            }
         }
         Some(keys.into_iter().map(hold).collect())
     }
 }
 
-/// The error for a list whose dict `index` class code replaced or changed, while the rows
-/// before it were written, so that it no longer has the keys already in the output.
-#[cold]
-fn changed_row(index: usize) -> EncodeFail {
-    EncodeFail::new(FailKind::Refused(format!(
-        "item {index} of a list of dicts with the same keys changed while the list was being \
-         encoded (by code in a class it contains)"
-    )))
+impl PyEncoder<'_> {
+    /// A list being written as records has a dict that does not fit: the list is marked to be
+    /// written as a LIST, and the encode starts again.
+    #[cold]
+    fn not_records(&mut self, owner: *mut ffi::PyObject) -> EncodeFail {
+        self.plain_records.insert(owner as usize);
+        EncodeFail::new(FailKind::Restart)
+    }
 }
