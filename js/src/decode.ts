@@ -342,8 +342,8 @@ function recordMaker(node: KeyNode, d: { makerBudget: number }): ((v: unknown[])
 }
 
 /**
- * A function reading a dict of one key sequence, each key written as a SHORT_STR (as the JS
- * encoder writes keys), generated from the keys: it compares each key's bytes with the
+ * A function reading a dict of one key sequence, each key written as a SHORT_STR or STR (as
+ * the JS encoder writes keys), generated from the keys: it compares each key's bytes with the
  * constant bytes of its encoding, charges it, reads its value (the commonest kinds itself,
  * see VALUE_READS, the rest by the fast path) and makes the object by one literal. It has no
  * trie walk, no hint to load, and no value array: at the first key whose bytes differ (or
@@ -444,9 +444,30 @@ class KeyTemplate {
   }
 }
 
+/** The head of a str of n UTF-8 bytes as the JS encoder writes it: a SHORT_STR up to 23
+ * bytes, else a STR and its length's varint. */
+function strHead(n: number): number[] {
+  if (n < 24) return [0x40 + n];
+  const head = [0x68];
+  for (; n >= 0x80; n = Math.floor(n / 0x80)) head.push((n % 0x80) | 0x80);
+  head.push(n);
+  return head;
+}
+
+/** Generated code: whether the input at p holds `bytes` (the caller checked that it holds
+ * as many): 32 bits at a time from 4 bytes on, the last load overlapping, so that a long
+ * key is a few compares and a reader stays small. */
+function sameBytesAt(bytes: number[]): string {
+  if (bytes.length < 4) return bytes.map((x, j) => `b[p + ${j}] === ${x}`).join(" && ");
+  const word = (j: number) => (bytes[j] | (bytes[j + 1] << 8) | (bytes[j + 2] << 16) | (bytes[j + 3] << 24)) | 0;
+  const tests: string[] = [];
+  for (let j = 0; j + 4 < bytes.length; j += 4) tests.push(`dv.getInt32(p + ${j}, true) === ${word(j)}`);
+  tests.push(`dv.getInt32(p + ${bytes.length - 4}, true) === ${word(bytes.length - 4)}`);
+  return tests.join(" && ");
+}
+
 /** The reader of a node's key sequence (see RecordReader), made with its record maker;
- * null when one of its keys is not a SHORT_STR (more than 23 bytes, or holding a lone
- * surrogate) or code generation is refused. */
+ * null when one of its keys holds a lone surrogate or code generation is refused. */
 function recordReader(node: KeyNode): RecordReader | null {
   if (node.reader !== undefined) return node.reader;
   node.reader = null;
@@ -457,9 +478,8 @@ function recordReader(node: KeyNode): RecordReader | null {
   for (let i = 0; i < keys.length; i++) {
     if (hasLoneSurrogate(keys[i])) return null;
     const utf8 = encodeUtf8(keys[i]);
-    if (utf8.length > 23) return null;
-    const bytes = [0x40 + utf8.length, ...utf8];
-    const same = bytes.map((x, j) => `b[p + ${j}] === ${x}`).join(" && ");
+    const bytes = [...strHead(utf8.length), ...utf8];
+    const same = sameBytesAt(bytes);
     const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; `).join("");
     body += `if (e - p < ${bytes.length} || !(${same})) { const V = d.missValues; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
     // The value: a small int here, anything else by the fast path.
@@ -1293,9 +1313,9 @@ export class BodyDecoder {
       if (fromTpl >= 0) this.keepTemplate(holder, node, pos, n);
       if (make !== null) {
         // A sequence worth a maker is worth a reader, tried first at this place next time
-        // when its keys are short strs (REFs to keys, as Python writes them, are not).
+        // when its keys are strs (REFs to keys, as Python writes them, are not).
         const tag = this.buf[firstKeyAt];
-        if (tag >= 0x40 && tag < 0x58) {
+        if ((tag >= 0x40 && tag < 0x58) || tag === 0x68) {
           const r = node.reader !== undefined ? node.reader : recordReader(node);
           if (r !== null) holder.lastReader = r;
         } else {

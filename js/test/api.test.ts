@@ -435,6 +435,22 @@ test("record readers: every value they read inline, and every value that leaves 
   for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 3000; maxAlloc -= 7) {
     assert.equal(expect({ ...objects, maxAlloc })?.kind, "alloc_limit");
   }
+  // Keys of STRs (24 bytes and more, a one- and a two-byte length) and of three bytes and
+  // fewer, in runs read by a reader, then keys that differ from them in their first, a
+  // middle and their last byte, or in their length.
+  const long = "k".repeat(30), longer = "é".repeat(100);
+  const run = (n: number) => Array.from({ length: n }, (_, i) => ({ [long]: i, ab: "x", [longer]: -i - 1 }));
+  const off = (k: string, at: number) => k.slice(0, at) + "q" + k.slice(at + 1);
+  const others: [string, string][] = [
+    [long, off(long, 0)], [long, off(long, 15)], [long, off(long, 29)], [long, long + "k"], [long, long.slice(1)],
+    [longer, off(longer, 50)], [longer, off(longer, 99)], ["ab", "ac"],
+  ];
+  for (const [key, other] of others) {
+    const odd = run(3).map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k === key ? other : k, v])));
+    const mixed = [...run(4), odd[0], ...run(2), odd[1]];
+    for (let i = 0; i < 2; i++) assert.equal(asTheMachine(encode(mixed), objects), null);
+    assert.deepStrictEqual(decode(encode(mixed), objects), mixed);
+  }
   // An INT of a non-canonical varint (a trailing zero byte) inside a run of records: refused
   // where the machine refuses it.
   const rec = (v: string) => `63 4161 01 4162 ${v} 4163 02`;
