@@ -110,16 +110,18 @@ function CHARGE(c: number | string, at: string): string {
  * t and x in scope, t the tag at p, which is inside the input): a SHORT_STR by its reader;
  * a FLOAT64 holding a non-integral number (of the fast path's checks, charge and result;
  * any other float, and one the input cannot hold, by the fast path); as the fast path
- * takes them (no charge), SMALL_NEG, None, False and True; an INT of one or two varint
- * bytes inline, a longer one by int(); a STR of a one-byte length by str(). */
+ * takes them (no charge), SMALL_NEG, None, False and True; an INT of one to three varint
+ * bytes inline (u and w in scope too; ids of up to a million), a longer one (or one the
+ * input may not hold) by int(); a STR of a one-byte length by str(). */
 function VALUE_READS(v: string): string {
   return `else if (t < 0x58) { ${v} = d.shortStr(t - 0x40, p); p = d.pos; }
     else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { ${CHARGE(cost.SCALAR, "p")} ${v} = x; p += 9; }
     else if (t >= 0x80 && t < 0x93) { ${v} = t < 0x90 ? t - 0x90 : t === 0x90 ? null : t === 0x92; p++; }
-    else if (t === 0x6c) {
-      if (e - p > 2 && ((x = b[p + 1]) < 0x80 || (b[p + 2] < 0x80 && b[p + 2] !== 0))) {
-        ${CHARGE(cost.SCALAR, "p")} if (x < 0x80) { p += 2; } else { x = (x & 0x7f) | (b[p + 2] << 7); p += 3; } ${v} = (x >>> 1) ^ -(x & 1);
-      } else { ${v} = d.int(p); p = d.pos; } }
+    else if (t === 0x6c && e - p > 3 && ((x = b[p + 1]) < 0x80 || ((u = b[p + 2]) < 0x80 ? u !== 0 : (w = b[p + 3]) < 0x80 && w !== 0))) {
+      ${CHARGE(cost.SCALAR, "p")}
+      if (x < 0x80) p += 2; else if (u < 0x80) { x = (x & 0x7f) | (u << 7); p += 3; } else { x = (x & 0x7f) | ((u & 0x7f) << 7) | (w << 14); p += 4; }
+      ${v} = (x >>> 1) ^ -(x & 1); }
+    else if (t === 0x6c) { ${v} = d.int(p); p = d.pos; }
     else if (t === 0x68 && e - p > 1 && (x = b[p + 1]) < 0x80) { ${v} = d.str(x, p, p + 2, false); p = d.pos; }`;
 }
 
@@ -157,7 +159,7 @@ function recordFactory(shape: Shape): RecordMaker | null {
       try {
         const args = [...fields.map((_, i) => `a${i}`), "I"].join(", ");
         const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = a${i};`).join(" ");
-        let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0;\n";
+        let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
         for (let i = 0; i < fields.length; i++) {
           body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
         }
@@ -398,7 +400,7 @@ function templateReader(node: KeyNode, tpl: KeyTemplate, d: { makerBudget: numbe
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
   const keys = node.keys();
-  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0, x = 0;\n";
+  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0, x = 0, u = 0, w = 0;\n";
   for (let i = 0; i < keys.length; i++) {
     const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; P[${j}] = q${j}; `).join("");
     const missed = `{ const V = d.missValues, P = d.missPos; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }`;
@@ -474,7 +476,7 @@ function recordReader(node: KeyNode): RecordReader | null {
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
   const keys = node.keys();
-  let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0;\n";
+  let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
   for (let i = 0; i < keys.length; i++) {
     if (hasLoneSurrogate(keys[i])) return null;
     const utf8 = encodeUtf8(keys[i]);
