@@ -994,6 +994,15 @@ export class BodyDecoder {
     return this.signedVarint();
   }
 
+  /** A FLOAT32 at `at`: a number, or a Float when it is integral or NaN. */
+  private float32(at: number): unknown {
+    if (this.end - at - 1 < 4) throw this.err("truncated", at + 1);
+    this.charge(cost.SCALAR, at);
+    const x = this.dv().getFloat32(at + 1, true);
+    this.pos = at + 5;
+    return Number.isInteger(x) || x !== x ? new Float(x) : x;
+  }
+
   /** The rest of fast(): a value of any other tag. */
   private fastTag(tag: number, at: number): unknown {
     if (this.depth >= FAST_DEPTH) return this.machineValue();
@@ -1029,6 +1038,10 @@ export class BodyDecoder {
         this.pos = at + 9;
         return Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(at + 1, at + 9)) : x;
       }
+      case 0x6f:
+        // FLOAT32: what the JS encoder writes for a float that 32 bits hold exactly (prices
+        // of quarter cents, ratings of halves), read here rather than by the machine's reader.
+        return this.float32(at);
       case 0x60: case 0x61: case 0x62: case 0x63: case 0x64: case 0x65: case 0x66: case 0x67:
         this.pos = at + 1;
         if (this.objectDicts && tag > 0x60) return this.fastRecord(tag - 0x60, at, false);
@@ -1892,14 +1905,9 @@ export class BodyDecoder {
         this.pos += 8;
         break;
       }
-      case 0x6f: {
-        if (this.end - this.pos < 4) throw this.err("truncated", at + 1);
-        this.charge(cost.SCALAR, at);
-        const x = this.dv().getFloat32(this.pos, true);
-        v = Number.isInteger(x) || x !== x ? new Float(x) : x;
-        this.pos += 4;
+      case 0x6f:
+        v = this.float32(at);
         break;
-      }
       case 0x70: {
         if (this.end - this.pos < 16) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
