@@ -5,6 +5,7 @@
 // (objects, arrays), which is what they are made for.
 
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { serialize, deserialize } from "node:v8";
 import { join, dirname } from "node:path";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -34,6 +35,17 @@ const codecs: Codec[] = [
   { name: "cbor-x", form: "plain", encode: (v) => cbor.encode(v), decode: (b) => cbor.decode(b as Uint8Array) },
   { name: "JSON", form: "plain", encode: (v) => JSON.stringify(v), decode: (b) => JSON.parse(b as string) },
 ];
+const peers = codecs.slice(2);
+
+/**
+ * amber's two decode mappings are timed in processes of their own, each with every peer:
+ * V8 optimizes the decoder for what it has run, and one mode decoded first in the same
+ * process slowed the other (by about 10% on record payloads). The "maps" process decodes the
+ * payload file (as Maps and placeholders), times amber's decode and encode, and leaves the
+ * JS encoder's bytes and the plain form of the value for the "objects" process, which then
+ * runs amber's decoder in object mode only.
+ */
+type Mode = "maps" | "objects";
 
 /** The plain JS form of an amber value: objects for str-keyed dicts, arrays for tuples,
  * numbers for floats, objects of fields for class instances. */
@@ -104,35 +116,59 @@ const fmt = (s: number) => (s >= 1e-3 ? `${(s * 1e3).toFixed(2)} ms` : `${(s * 1
 
 type Results = Record<string, { enc: number; dec: number; size: number } | null>;
 
-/** Times every codec on one payload (in a process of its own, see main). */
-function measure(dir: string, name: string): Results {
-    const bytes = new Uint8Array(readFileSync(join(dir, `${name}.amber`)));
-    const value = decode(bytes, { placeholders: true });
-    const plainValue = plain(value);
-    const results: Record<string, { enc: number; dec: number; size: number } | null> = {};
+/** Times amber in one mode, and every peer, on one payload (in a process of its own, see
+ * Mode and main). */
+function measure(dir: string, name: string, mode: Mode): Results {
+    const amberBytes = join(dir, `${name}.js-amber`), plainFile = join(dir, `${name}.plain`);
+    let value: unknown = undefined, plainValue: unknown, amberEncoded: Uint8Array;
+    if (mode === "maps") {
+      value = decode(new Uint8Array(readFileSync(join(dir, `${name}.amber`))), { placeholders: true });
+      plainValue = plain(value);
+      amberEncoded = encode(value);
+      writeFileSync(amberBytes, amberEncoded);
+      writeFileSync(plainFile, serialize(plainValue));
+    } else {
+      amberEncoded = new Uint8Array(readFileSync(amberBytes));
+      plainValue = deserialize(readFileSync(plainFile));
+    }
+    const results: Results = {};
     const usable: { c: Codec; input: unknown; encoded: Uint8Array | string }[] = [];
-    for (const c of codecs) {
-      const input = c.form === "amber" ? value : plainValue;
+    for (const c of mode === "maps" ? [codecs[0], ...peers] : [codecs[1], ...peers]) {
       try {
-        const encoded = c.encode(input);
+        const encoded = c.form === "amber" ? amberEncoded : c.encode(plainValue);
         if (c.decode(encoded) === undefined) throw new Error("decoded nothing");
-        usable.push({ c, input, encoded });
+        usable.push({ c, input: c.form === "amber" ? value : plainValue, encoded });
       } catch {
         results[c.name] = null; // the codec cannot represent this payload (JSON and bigints)
       }
     }
     const dec = timeAll(usable.map((u) => () => u.c.decode(u.encoded)));
-    const enc = timeAll(usable.map((u) => () => u.c.encode(u.input)));
+    // amber's encoder is the same in both modes: timed once, in the maps process.
+    const encoders = usable.filter((u) => u.input !== undefined);
+    const enc = timeAll(encoders.map((u) => () => u.c.encode(u.input)));
     usable.forEach((u, i) => {
-      results[u.c.name] = { dec: dec[i], enc: enc[i], size: typeof u.encoded === "string" ? Buffer.byteLength(u.encoded) : u.encoded.length };
+      const e = encoders.indexOf(u);
+      results[u.c.name] = { dec: dec[i], enc: e >= 0 ? enc[e] : NaN, size: typeof u.encoded === "string" ? Buffer.byteLength(u.encoded) : u.encoded.length };
     });
     return results;
 }
 
+/** The results of both processes: amber's of its own, each peer's best of the two (amber's
+ * encode, timed in the maps process, for both of its columns). */
+function merge(maps: Results, objects: Results): Results {
+  const merged: Results = { amber: maps.amber, "amber (objects)": objects["amber (objects)"] };
+  merged["amber (objects)"]!.enc = maps.amber!.enc;
+  for (const c of peers) {
+    const a = maps[c.name], b = objects[c.name];
+    merged[c.name] = a && b ? { dec: Math.min(a.dec, b.dec), enc: Math.min(a.enc, b.enc), size: a.size } : null;
+  }
+  return merged;
+}
+
 function main(): void {
-  const [dir, out, one] = process.argv.slice(2);
+  const [dir, out, one, mode] = process.argv.slice(2);
   if (out === "--one") {
-    process.stdout.write(JSON.stringify(measure(dir, one)));
+    process.stdout.write(JSON.stringify(measure(dir, one, mode as Mode)));
     return;
   }
   const index: { name: string; description: string }[] = JSON.parse(readFileSync(join(dir, "index.json"), "utf8"));
@@ -143,14 +179,15 @@ function main(): void {
     const rows: string[] = [];
     const ratios: { name: string; decode: number; decodeObject: number; encode: number; decodeRecords: number }[] = [];
     for (const p of index) {
-      // Each payload in a fresh process: no codec inherits the JIT state or the heap that
-      // the payloads before it left.
-      const results: Results = JSON.parse(execFileSync(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), dir, "--one", p.name], { encoding: "utf8", maxBuffer: 1 << 24, env: { ...process.env, ...env } }));
+      // Each payload in fresh processes (one per amber mode, see Mode): no codec inherits
+      // the JIT state or the heap that the payloads before it left.
+      const run = (mode: Mode): Results => JSON.parse(execFileSync(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), dir, "--one", p.name, mode], { encoding: "utf8", maxBuffer: 1 << 24, env: { ...process.env, ...env } }));
+      const results = merge(run("maps"), run("objects"));
       const a = results.amber!;
       const ao = results["amber (objects)"]!;
-      const peers = codecs.slice(2).map((c) => results[c.name]).filter((r): r is NonNullable<typeof r> => r !== null);
-      const bestDec = Math.min(...peers.map((r) => r.dec));
-      const bestEnc = Math.min(...peers.map((r) => r.enc));
+      const timed = peers.map((c) => results[c.name]).filter((r): r is NonNullable<typeof r> => r !== null);
+      const bestDec = Math.min(...timed.map((r) => r.dec));
+      const bestEnc = Math.min(...timed.map((r) => r.enc));
       const rec = results["msgpackr records"];
       ratios.push({ name: p.name, decode: bestDec / a.dec, decodeObject: bestDec / ao.dec, encode: bestEnc / a.enc, decodeRecords: rec ? rec.dec / ao.dec : NaN });
       const cell = (r: (typeof results)[string]) => (r ? `${fmt(r.dec)} / ${fmt(r.enc)} / ${r.size}` : "n/a");
@@ -181,9 +218,12 @@ function main(): void {
     "given scale, written by the Python implementation. amber decodes them in JS as Maps and Placeholders (its",
     "default mapping) and, as \"amber (objects)\", with `dicts: \"object\"` and `placeholders: \"plain\"` (str-keyed",
     "dicts and class instances as plain objects); the other codecs take the plain JS form of the same data.",
-    "Each payload is timed in a fresh Node process, each batch after a full GC. Each cell: decode / encode time",
-    "per call / encoded bytes. The codecs are timed in rounds, one batch of each per round, and the best batch",
-    "counts, so that load from elsewhere slows them alike. JSON cannot hold bigints: n/a.",
+    "Each payload is timed in two fresh Node processes, one per amber mapping (V8 optimizes the decoder for",
+    "what it ran first), each with every peer; a peer's cell is its best of the two, amber's encode is timed",
+    "once (the same for both mappings). amber decodes what its JS encoder writes, as each peer decodes its own",
+    "encoding. Each batch runs after a full GC. Each cell: decode / encode time per call / encoded bytes. The",
+    "codecs are timed in rounds, one batch of each per round, and the best batch counts, so that load from",
+    "elsewhere slows them alike. JSON cannot hold bigints: n/a.",
     "",
     "## Peers as installed",
     "",

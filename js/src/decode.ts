@@ -104,15 +104,31 @@ class Frame {
   hashCounts: Uint8Array | null = null;
 }
 
+/** The generated readers' charge of c bytes for the value at `at`: charge() written out, as
+ * a generated reader is too large for V8 to inline the calls it makes (it inlines up to a
+ * budget of bytecode per function); charge() called per key and value was 3% of
+ * rowset_1000's profile. */
+function CHARGE(c: number | string, at: string): string {
+  return `if ((d.spent += ${c}) > d.maxAlloc) d.overBudget(${at});`;
+}
+
 /** The generated readers' branches for the commonest values after small ints (b, e, dv, p,
  * t and x in scope, t the tag at p, which is inside the input): a SHORT_STR by its reader;
  * a FLOAT64 holding a non-integral number (of the fast path's checks, charge and result;
- * any other float, and one the input cannot hold, by the fast path); and, as the fast path
- * takes them (no charge), SMALL_NEG, None, False and True. */
+ * any other float, and one the input cannot hold, by the fast path); as the fast path
+ * takes them (no charge), SMALL_NEG, None, False and True; an INT of one to three varint
+ * bytes inline (u and w in scope too; ids of up to a million), a longer one (or one the
+ * input may not hold) by int(); a STR of a one-byte length by str(). */
 function VALUE_READS(v: string): string {
   return `else if (t < 0x58) { ${v} = d.shortStr(t - 0x40, p); p = d.pos; }
-    else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { d.charge(${cost.SCALAR}, p); ${v} = x; p += 9; }
-    else if (t >= 0x80 && t < 0x93) { ${v} = t < 0x90 ? t - 0x90 : t === 0x90 ? null : t === 0x92; p++; }`;
+    else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { ${CHARGE(cost.SCALAR, "p")} ${v} = x; p += 9; }
+    else if (t >= 0x80 && t < 0x93) { ${v} = t < 0x90 ? t - 0x90 : t === 0x90 ? null : t === 0x92; p++; }
+    else if (t === 0x6c && e - p > 3 && ((x = b[p + 1]) < 0x80 || ((u = b[p + 2]) < 0x80 ? u !== 0 : (w = b[p + 3]) < 0x80 && w !== 0))) {
+      ${CHARGE(cost.SCALAR, "p")}
+      if (x < 0x80) p += 2; else if (u < 0x80) { x = (x & 0x7f) | (u << 7); p += 3; } else { x = (x & 0x7f) | ((u & 0x7f) << 7) | (w << 14); p += 4; }
+      ${v} = (x >>> 1) ^ -(x & 1); }
+    else if (t === 0x6c) { ${v} = d.int(p); p = d.pos; }
+    else if (t === 0x68 && e - p > 1 && (x = b[p + 1]) < 0x80) { ${v} = d.str(x, p, p + 2, false); p = d.pos; }`;
 }
 
 type RecordMaker = (values: unknown[], info: ClassInfo) => object;
@@ -149,7 +165,7 @@ function recordFactory(shape: Shape): RecordMaker | null {
       try {
         const args = [...fields.map((_, i) => `a${i}`), "I"].join(", ");
         const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = a${i};`).join(" ");
-        let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0;\n";
+        let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
         for (let i = 0; i < fields.length; i++) {
           body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
         }
@@ -337,21 +353,22 @@ function recordMaker(node: KeyNode, d: { makerBudget: number }): ((v: unknown[])
 }
 
 /**
- * A function reading a dict of one key sequence, each key written as a SHORT_STR (as the JS
- * encoder writes keys), generated from the keys: it compares each key's bytes with the
- * constant bytes of its encoding, charges it, reads its value by the fast path and makes the
- * object by one literal. It has no trie walk, no hint to load, and a value array only when
- * it fails: at the first key whose bytes differ (or that the input cannot hold), it stores
- * the values read so far, leaves the position at that key, sets missAt and returns MISS, and
- * the trie walk goes on from there. Keys in other forms (REFs, as Python writes repeated
- * keys) always take the trie.
+ * A function reading a dict of one key sequence, each key written as a SHORT_STR or STR (as
+ * the JS encoder writes keys), generated from the keys: it compares each key's bytes with the
+ * constant bytes of its encoding, charges it, reads its value (the commonest kinds itself,
+ * see VALUE_READS, the rest by the fast path) and makes the object by one literal. It has no
+ * trie walk, no hint to load, and no value array: at the first key whose bytes differ (or
+ * that the input cannot hold), it stores the values read so far in the decoder's
+ * missValues, leaves the position at that key, sets missAt and returns MISS, and the trie
+ * walk goes on from there. Keys in other forms (REFs, as Python writes repeated keys)
+ * always take the trie.
  */
 class RecordReader {
   constructor(
     readonly n: number,
     /** nodes[i]: the trie node of the first i keys (nodes[0], the root). */
     readonly nodes: KeyNode[],
-    readonly read: (d: BodyDecoder, values: unknown[]) => unknown,
+    readonly read: (d: BodyDecoder) => unknown,
   ) {}
 }
 const MISS = Symbol("miss");
@@ -392,16 +409,16 @@ function templateReader(node: KeyNode, tpl: KeyTemplate, d: { makerBudget: numbe
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
   const keys = node.keys();
-  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0, x = 0;\n";
+  let body = "const b = d.buf, e = d.end, dv = d.dv(), W = T.words, M = T.masks, L = T.lens, C = T.charges; let p = d.pos, t = 0, c = 0, x = 0, u = 0, w = 0;\n";
   for (let i = 0; i < keys.length; i++) {
     const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; P[${j}] = q${j}; `).join("");
     const missed = `{ const V = d.missValues, P = d.missPos; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }`;
     if (generic) {
       body += `if (e - p < 4 || (dv.getInt32(p, true) & M[${i}]) !== W[${i}]) ${missed}\n`;
-      body += `const q${i} = p; c = C[${i}]; if (c !== 0) d.charge(c, p); p += L[${i}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+      body += `const q${i} = p; c = C[${i}]; if (c !== 0) { ${CHARGE("c", "p")} } p += L[${i}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
     } else {
       const len = tpl.lens[i];
-      const charge = tpl.charges[i] === 0 ? "" : `d.charge(${tpl.charges[i]}, p); `;
+      const charge = tpl.charges[i] === 0 ? "" : `${CHARGE(tpl.charges[i], "p")} `;
       body += `if (e - p < 4 || (dv.getInt32(p, true) & ${tpl.masks[i]}) !== W[${i}]) ${missed}\n`;
       body += `const q${i} = p; ${charge}p += ${len}; let v${i}; t = p < e ? b[p] : 0xff;\n`;
     }
@@ -438,31 +455,51 @@ class KeyTemplate {
   }
 }
 
+/** The head of a str of n UTF-8 bytes as the JS encoder writes it: a SHORT_STR up to 23
+ * bytes, else a STR and its length's varint. */
+function strHead(n: number): number[] {
+  if (n < 24) return [0x40 + n];
+  const head = [0x68];
+  for (; n >= 0x80; n = Math.floor(n / 0x80)) head.push((n % 0x80) | 0x80);
+  head.push(n);
+  return head;
+}
+
+/** Generated code: whether the input at p holds `bytes` (the caller checked that it holds
+ * as many): 32 bits at a time from 4 bytes on, the last load overlapping, so that a long
+ * key is a few compares and a reader stays small. */
+function sameBytesAt(bytes: number[]): string {
+  if (bytes.length < 4) return bytes.map((x, j) => `b[p + ${j}] === ${x}`).join(" && ");
+  const word = (j: number) => (bytes[j] | (bytes[j + 1] << 8) | (bytes[j + 2] << 16) | (bytes[j + 3] << 24)) | 0;
+  const tests: string[] = [];
+  for (let j = 0; j + 4 < bytes.length; j += 4) tests.push(`dv.getInt32(p + ${j}, true) === ${word(j)}`);
+  tests.push(`dv.getInt32(p + ${bytes.length - 4}, true) === ${word(bytes.length - 4)}`);
+  return tests.join(" && ");
+}
+
 /** The reader of a node's key sequence (see RecordReader), made with its record maker;
- * null when one of its keys is not a SHORT_STR (more than 23 bytes, or holding a lone
- * surrogate) or code generation is refused. */
+ * null when one of its keys holds a lone surrogate or code generation is refused. */
 function recordReader(node: KeyNode): RecordReader | null {
   if (node.reader !== undefined) return node.reader;
   node.reader = null;
   const nodes = new Array<KeyNode>(node.depth + 1);
   for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
   const keys = node.keys();
-  let body = "const b = d.buf, e = d.end; let p = d.pos, t = 0;\n";
+  let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
   for (let i = 0; i < keys.length; i++) {
     if (hasLoneSurrogate(keys[i])) return null;
     const utf8 = encodeUtf8(keys[i]);
-    if (utf8.length > 23) return null;
-    const bytes = [0x40 + utf8.length, ...utf8];
-    const same = bytes.map((x, j) => `b[p + ${j}] === ${x}`).join(" && ");
-    const saved = keys.slice(0, i).map((_, j) => `values[${j}] = v${j}; `).join("");
-    body += `if (e - p < ${bytes.length} || !(${same})) { ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
-    // The value: a small int here, anything else by the fast path.
-    body += `d.charge(${cost.str(utf8.length)}, p); p += ${bytes.length}; d.place = N[${i + 1}]; let v${i}; t = p < e ? b[p] : 0xff;\n`;
-    body += `if (t < 0x40) { v${i} = t; p++; } else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+    const bytes = [...strHead(utf8.length), ...utf8];
+    const same = sameBytesAt(bytes);
+    const saved = keys.slice(0, i).map((_, j) => `V[${j}] = v${j}; `).join("");
+    body += `if (e - p < ${bytes.length} || !(${same})) { const V = d.missValues; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
+    // The value: the commonest kinds here (VALUE_READS), anything else by the fast path.
+    body += `${CHARGE(cost.str(utf8.length), "p")} p += ${bytes.length}; let v${i}; t = p < e ? b[p] : 0xff;\n`;
+    body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
   }
   body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
   try {
-    const read = new Function("N", "MISS", `return function (d, values) {\n${body}\n};`)(nodes, MISS);
+    const read = new Function("N", "MISS", `return function (d) {\n${body}\n};`)(nodes, MISS);
     node.reader = new RecordReader(keys.length, nodes, read);
   } catch {
     // code generation refused (a content security policy): the trie walk reads it
@@ -745,9 +782,12 @@ export class BodyDecoder {
 
   private charge(bytes: number, index: number): void {
     this.spent += bytes;
-    if (this.spent > this.maxAlloc) {
-      throw this.err("alloc_limit", index, `decoding would allocate more than max_alloc=${this.maxAlloc} bytes`);
-    }
+    if (this.spent > this.maxAlloc) this.overBudget(index);
+  }
+
+  /** The error of a charge at `index` that went past max_alloc (see charge). */
+  private overBudget(index: number): never {
+    throw this.err("alloc_limit", index, `decoding would allocate more than max_alloc=${this.maxAlloc} bytes`);
   }
 
   private enter(index: number, levels = 1): void {
@@ -944,6 +984,35 @@ export class BodyDecoder {
     return (or & 0x80808080) === 0;
   }
 
+  /** An INT at `at`: up to 4 varint bytes inline (every int below 2^27 in magnitude); longer
+   * ones, and any fault, by the varint reader. Small, so that V8 inlines it into fastTag;
+   * the generated readers call it for the INTs they do not read themselves. */
+  private int(at: number): number | bigint {
+    this.pos = at + 1;
+    this.charge(cost.SCALAR, at);
+    const buf = this.buf, end = this.end;
+    let p = at + 1, z = 0;
+    for (let shift = 0; shift < 28 && p < end; shift += 7) {
+      const b = buf[p++];
+      z |= (b & 0x7f) << shift;
+      if (b < 0x80) {
+        if (b === 0 && shift > 0) break;
+        this.pos = p;
+        return (z >>> 1) ^ -(z & 1);
+      }
+    }
+    return this.signedVarint();
+  }
+
+  /** A FLOAT32 at `at`: a number, or a Float when it is integral or NaN. */
+  private float32(at: number): unknown {
+    if (this.end - at - 1 < 4) throw this.err("truncated", at + 1);
+    this.charge(cost.SCALAR, at);
+    const x = this.dv().getFloat32(at + 1, true);
+    this.pos = at + 5;
+    return Number.isInteger(x) || x !== x ? new Float(x) : x;
+  }
+
   /** The rest of fast(): a value of any other tag. */
   private fastTag(tag: number, at: number): unknown {
     if (this.depth >= FAST_DEPTH) return this.machineValue();
@@ -970,23 +1039,8 @@ export class BodyDecoder {
         v = this.untracedValue();
         break;
       }
-      case 0x6c: {
-        // INT of up to 4 varint bytes inline; longer ones, and any fault, by the reader.
-        this.pos = at + 1;
-        this.charge(cost.SCALAR, at);
-        const buf = this.buf, end = this.end;
-        let p = at + 1, z = 0;
-        for (let shift = 0; shift < 28 && p < end; shift += 7) {
-          const b = buf[p++];
-          z |= (b & 0x7f) << shift;
-          if (b < 0x80) {
-            if (b === 0 && shift > 0) break;
-            this.pos = p;
-            return (z >>> 1) ^ -(z & 1);
-          }
-        }
-        return this.signedVarint();
-      }
+      case 0x6c:
+        return this.int(at);
       case 0x6e: {
         if (this.end - at - 1 < 8) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);
@@ -994,6 +1048,10 @@ export class BodyDecoder {
         this.pos = at + 9;
         return Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(at + 1, at + 9)) : x;
       }
+      case 0x6f:
+        // FLOAT32: what the JS encoder writes for a float that 32 bits hold exactly (prices
+        // of quarter cents, ratings of halves), read here rather than by the machine's reader.
+        return this.float32(at);
       case 0x60: case 0x61: case 0x62: case 0x63: case 0x64: case 0x65: case 0x66: case 0x67:
         this.pos = at + 1;
         if (this.objectDicts && tag > 0x60) return this.fastRecord(tag - 0x60, at, false);
@@ -1217,8 +1275,12 @@ export class BodyDecoder {
     const holder = place === null ? keyTrie : firstKeyHints(place);
     const tpl = holder.tpl;
     const tplRead = tpl !== null && tpl.n === n && holder.tplDecode === this.decodeId ? tpl.read : undefined;
-    // The common record first: a reader by the template, with no array to fetch.
-    const record = tplRead !== undefined && tplRead !== null ? tplRead(this, tpl!) : MISS;
+    // The common record first, before any array is fetched: a reader by the template, else
+    // the reader of the keys read last at this place.
+    const reader = tplRead === undefined ? holder.lastReader : null;
+    let record: unknown = MISS;
+    if (tplRead !== undefined && tplRead !== null) record = tplRead(this, tpl!);
+    else if (reader !== null && reader.n === n) record = reader.read(this);
     if (record !== MISS) {
       this.place = place;
       this.depth--;
@@ -1258,21 +1320,15 @@ export class BodyDecoder {
       }
       fromTpl = i;
       if (i > 0) node = hints = nodes[i];
-    } else {
-      const reader = holder.lastReader;
-      if (reader !== null && reader.n === n) {
-        const obj = reader.read(this, values);
-        if (obj !== MISS) {
-          this.place = place;
-          this.depth--;
-          return obj;
-        }
-        i = this.missAt;
-        if (i > 0) {
-          node = hints = reader.nodes[i];
-          // The reader's keys were not noted in pos: no template of this dict.
-          fromTpl = -1;
-        }
+    } else if (reader !== null && reader.n === n) {
+      // The key reader missed at key missAt: what it read is in missValues.
+      i = this.missAt;
+      for (let k = 0; k < i; k++) values[k] = this.missValues[k];
+      this.missValues.fill(undefined, 0, i);
+      if (i > 0) {
+        node = hints = reader.nodes[i];
+        // The reader's keys were not noted in pos: no template of this dict.
+        fromTpl = -1;
       }
     }
     for (; i < n; i++) {
@@ -1296,9 +1352,9 @@ export class BodyDecoder {
       if (fromTpl >= 0) this.keepTemplate(holder, node, pos, n);
       if (make !== null) {
         // A sequence worth a maker is worth a reader, tried first at this place next time
-        // when its keys are short strs (REFs to keys, as Python writes them, are not).
+        // when its keys are strs (REFs to keys, as Python writes them, are not).
         const tag = this.buf[firstKeyAt];
-        if (tag >= 0x40 && tag < 0x58) {
+        if ((tag >= 0x40 && tag < 0x58) || tag === 0x68) {
           const r = node.reader !== undefined ? node.reader : recordReader(node);
           if (r !== null) holder.lastReader = r;
         } else {
@@ -1892,14 +1948,9 @@ export class BodyDecoder {
         this.pos += 8;
         break;
       }
-      case 0x6f: {
-        if (this.end - this.pos < 4) throw this.err("truncated", at + 1);
-        this.charge(cost.SCALAR, at);
-        const x = this.dv().getFloat32(this.pos, true);
-        v = Number.isInteger(x) || x !== x ? new Float(x) : x;
-        this.pos += 4;
+      case 0x6f:
+        v = this.float32(at);
         break;
-      }
       case 0x70: {
         if (this.end - this.pos < 16) throw this.err("truncated", at + 1);
         this.charge(cost.SCALAR, at);

@@ -8,7 +8,7 @@ import {
   DecodeError, DecodeLimitError, trace, SignatureError, ClassNotAllowedError, EncodeError, Placeholder, StreamReader,
   StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate,
 } from "../src/index.js";
-import { hexBytes, toHex } from "./notation.js";
+import { hexBytes, toHex, asTheMachine } from "./notation.js";
 import fc from "fast-check";
 import { hasLoneSurrogateByPattern } from "../src/utf8.js";
 import { decodeBody } from "../src/decode.js";
@@ -378,22 +378,7 @@ test("lone surrogates are found without String.prototype.isWellFormed too (Node 
 test("record dicts: keys read through the key trie give what the stack machine gives", () => {
   const both = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
   const agree = (payload: Uint8Array) => {
-    for (const options of both) {
-      let value: unknown, error: DecodeError | null = null;
-      try {
-        value = decode(payload, options);
-      } catch (e) {
-        if (!(e instanceof DecodeError)) throw e;
-        error = e;
-      }
-      const t = trace(payload, options);
-      if (error !== null || t.error !== null) {
-        assert.equal(t.error?.kind, error?.kind);
-        assert.equal(t.error?.offset, error?.offset);
-      } else {
-        assert.deepStrictEqual(value, t.events[0].value);
-      }
-    }
+    for (const options of both) asTheMachine(payload, options);
   };
   const rec = { a: 1, b: "x".repeat(20), c: null };
   // Keys that a literal cannot take, after records that taught the trie their prefix.
@@ -446,4 +431,63 @@ test("record dicts: keys read through the key trie give what the stack machine g
   const back = decode(encode(many), { dicts: "object" }) as Record<string, number>[];
   assert.equal(back.length, many.length);
   back.forEach((o, i) => assert.deepEqual(Object.entries(o), [[`k${i}`, i], ["same", i]]));
+});
+
+test("record readers: every value they read inline, and every value that leaves them, as the machine reads it", () => {
+  // Values the generated readers take themselves (small and SMALL_NEG ints, None, bools,
+  // INTs of one and two varint bytes, non-integral FLOAT64s, SHORT_STRs, STRs of a one-byte
+  // length) and those they hand on (longer INTs, ints beyond 2^53, FLOAT32s, integral and NaN floats,
+  // STRs of a two-byte length, containers).
+  const values: unknown[] = [
+    0, 63, -16, null, true, false, 64, -65, 8191, -8192, 8192, 1 << 20, -(2 ** 31), 2 ** 53 - 1, 2n ** 53n + 1n, -(2n ** 63n),
+    0.1, -2.7, 1.5, new Float(2), new Float(NaN), "", "abc", "é", "x".repeat(23), "y".repeat(24), "z".repeat(127), "w".repeat(128),
+    "ü".repeat(40), [1, "a"], new Map([["k", 1]]), new Tuple(1, 2),
+  ];
+  // "after": another value, unless it is an object (one written twice is a REF's target).
+  const after = (i: number) => { const v = values[(i + 7) % values.length]; return typeof v === "object" && v !== null ? i : v; };
+  const records = values.map((v, i) => new Map<string, unknown>([["id", i], ["value", v], ["after", after(i)]]));
+  const payload = encode(records);
+  const expect = (options: object) => asTheMachine(payload, options);
+  const objects = { placeholders: "plain" as const, dicts: "object" as const };
+  // Twice: the first decode makes the readers, the second starts with them.
+  for (let i = 0; i < 2; i++) assert.equal(expect(objects), null);
+  const back = decode(payload, objects) as { value: unknown }[];
+  back.forEach((r, i) => {
+    const v = values[i];
+    if (v instanceof Float && Number.isNaN(v.value)) assert.ok(r.value instanceof Float && Number.isNaN(r.value.value));
+    else assert.deepStrictEqual(r.value, v instanceof Map ? Object.fromEntries(v) : v);
+  });
+  // Every allocation budget that runs out inside the records: the same error, at the same
+  // offset, as the machine's (the readers charge as they go).
+  const spent = (() => { let lo = 0, hi = 1 << 20; while (lo < hi) { const mid = (lo + hi) >> 1; if (expect({ ...objects, maxAlloc: mid }) === null) hi = mid; else lo = mid + 1; } return lo; })();
+  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 3000; maxAlloc -= 7) {
+    assert.equal(expect({ ...objects, maxAlloc })?.kind, "alloc_limit");
+  }
+  // Keys of STRs (24 bytes and more, a one- and a two-byte length) and of three bytes and
+  // fewer, in runs read by a reader, then keys that differ from them in their first, a
+  // middle and their last byte, or in their length.
+  const long = "k".repeat(30), longer = "é".repeat(100);
+  const run = (n: number) => Array.from({ length: n }, (_, i) => ({ [long]: i, ab: "x", [longer]: -i - 1 }));
+  const off = (k: string, at: number) => k.slice(0, at) + "q" + k.slice(at + 1);
+  const others: [string, string][] = [
+    [long, off(long, 0)], [long, off(long, 15)], [long, off(long, 29)], [long, long + "k"], [long, long.slice(1)],
+    [longer, off(longer, 50)], [longer, off(longer, 99)], ["ab", "ac"],
+  ];
+  for (const [key, other] of others) {
+    const odd = run(3).map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k === key ? other : k, v])));
+    const mixed = [...run(4), odd[0], ...run(2), odd[1]];
+    for (let i = 0; i < 2; i++) assert.equal(asTheMachine(encode(mixed), objects), null);
+    assert.deepStrictEqual(decode(encode(mixed), objects), mixed);
+  }
+  // An INT of a non-canonical varint (a trailing zero byte) inside a run of records: refused
+  // where the machine refuses it.
+  const rec = (v: string) => `63 4161 01 4162 ${v} 4163 02`;
+  for (const bad of ["6c8000", "6c808000", "6c8180808000"]) {
+    const body = hexBytes(`ab4101 7104 ${rec("6c02")} ${rec("6c8101")} ${rec(bad)} ${rec("01")}`);
+    for (let i = 0; i < 2; i++) {
+      const e = (() => { try { decode(body, objects); } catch (x) { return x as DecodeError; } })();
+      assert.ok(e instanceof DecodeError && e.kind === "overlong_varint", `${bad}: ${String(e)}`);
+      assert.equal(e.offset, trace(body, objects).error?.offset);
+    }
+  }
 });

@@ -7,8 +7,9 @@ import { dirname, join } from "node:path";
 import {
   Tuple, FrozenSet, ByteArray, Complex, Float, Placeholder, ExtBlobValue, EXT_NAMES, parseExtBlob,
   Deque, OrderedDict, Counter, DefaultDict, Fraction, Range, Slice, PyArray, NDArray, OBJECT_KINDS,
-  Namespace, PySingleton, type ObjectKind,
+  Namespace, PySingleton, type ObjectKind, decode, trace, DecodeError,
 } from "../src/index.js";
+import assert from "node:assert/strict";
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The repository's spec/vectors directory (tests run from js/dist/test). */
@@ -392,3 +393,23 @@ function show(v: unknown): string {
 }
 
 export { OBJECT_KINDS };
+
+/** Decodes by the fast path and by the stack machine (which tracing uses): the same value,
+ * or the same error at the same offset, which is returned (null when there is none). */
+export function asTheMachine(payload: Uint8Array, options: object): DecodeError | null {
+  let value: unknown, error: DecodeError | null = null;
+  try {
+    value = decode(payload, options);
+  } catch (e) {
+    if (!(e instanceof DecodeError)) throw e;
+    error = e;
+  }
+  const t = trace(payload, options);
+  if (error !== null || t.error !== null) {
+    assert.equal(t.error?.kind, error?.kind);
+    assert.equal(t.error?.offset, error?.offset);
+    return error;
+  }
+  assert.deepStrictEqual(value, t.events[0].value);
+  return null;
+}
