@@ -191,6 +191,37 @@ function recordFactory(shape: Shape): RecordMaker | null {
 }
 
 const MAX_RECORD_KEYS = 64;
+/** The str keys of a RECORDS checked for duplicates one by one before a Map takes over. */
+const RECORDS_SCAN = 16;
+
+type RowRead = (d: BodyDecoder) => object;
+/** How many row readers have been made: bounded as recordMakers is. */
+let rowReadersMade = 0;
+
+/** The reader of RECORDS rows of the keys of `node`, strs (none "__proto__" or an array
+ * index), made as plain objects; null where code generation is refused or too many were made.
+ * Like a shape's reader (recordFactory), it reads a row's values unrolled, the commonest kinds
+ * inline (VALUE_READS), into one object literal. Kept on the key sequence's trie node. */
+function rowReader(node: KeyNode, keys: string[]): RowRead | null {
+  if (node.rowRead !== undefined) return node.rowRead;
+  let read: RowRead | null = null;
+  if (keys.length <= MAX_RECORD_KEYS && rowReadersMade < MAX_RECORD_MAKERS) {
+    rowReadersMade++;
+    try {
+      let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
+      for (let i = 0; i < keys.length; i++) {
+        body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+      }
+      const props = keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ");
+      body += `d.pos = p;\nreturn { ${props} };`;
+      read = new Function(`return function (d) {\n${body}\n};`)() as RowRead;
+    } catch {
+      read = null;
+    }
+  }
+  node.rowRead = read;
+  return read;
+}
 
 /** The frames of a finished decode, kept by the reused decoder for the next one, holding no
  * value of its own: what they keep is key strs and makers of key sequences (compared by
@@ -261,6 +292,8 @@ class KeyNode {
   }
 
   make: ((v: unknown[]) => object) | null | undefined = undefined;
+  /** The reader of RECORDS rows of this key sequence (see rowReader). */
+  rowRead: ((d: BodyDecoder) => object) | null | undefined = undefined;
   /** See firstKeyHints. */
   firstKeys: KeyNode | null = null;
   /** The reader of this sequence (see RecordReader): undefined until made, null when it
@@ -1131,12 +1164,18 @@ export class BodyDecoder {
         const keys = f.recordKeys!, width = f.arity;
         for (let j = 0; j < width; j++) {
           f.childAt = this.pos;
-          this.recordsKey(f, this.fast());
+          this.recordsKey(f, this.fastKey());
         }
         const list = f.list!, rows = f.count, values = f.values!;
-        for (let r = 0; r < rows; r++) {
-          for (let j = 0; j < width; j++) values[j] = this.fast();
-          list.push(this.recordsRow(f, keys, values));
+        // Object rows by the generated reader of their keys, where there is one.
+        const read = f.rowsAsObjects && rows > 1 ? rowReader(dictRecordNode(keys as string[], width), keys as string[]) : null;
+        if (read !== null) {
+          for (let r = 0; r < rows; r++) list.push(read(this));
+        } else {
+          for (let r = 0; r < rows; r++) {
+            for (let j = 0; j < width; j++) values[j] = this.fast();
+            list.push(this.recordsRow(f, keys, values));
+          }
         }
         f.remaining = 0;
         return this.finishFrame(f);
@@ -2268,7 +2307,7 @@ export class BodyDecoder {
     const list: unknown[] = [];
     if (trackOff >= 0) this.record(trackOff, list);
     const f = this.pushFrame(F.Records, at);
-    f.container = new Map();
+    f.container = null;
     f.list = list;
     f.recordKeys = [];
     f.count = rows;
@@ -2280,20 +2319,36 @@ export class BodyDecoder {
     return PENDING;
   }
 
-  /** Key number `recordKeys.length` of a RECORDS, checked as a dict key (section 7). Once all
-   * are in, the rows' form is chosen: objects when the caller asked for them and every key is
-   * a str an object keeps in order, else Maps. */
+  /** Key number `recordKeys.length` of a RECORDS, checked as a dict key (section 7). Up to
+   * RECORDS_SCAN str keys are compared one by one (most RECORDS have a few keys, and a Map per
+   * list cost more than the comparisons); past that, or for another kind of key, they go into
+   * a Map (the container), as a dict's keys do. Once all are in, the rows' form is chosen:
+   * objects when the caller asked for them and every key is a str an object keeps in order,
+   * else Maps. */
   private recordsKey(f: Frame, key: unknown): void {
-    if (typeof key === "string") {
-      if (f.container.has(key)) throw this.err("duplicate_key", f.childAt);
-    } else {
-      this.checkKey(f, key, "duplicate_key");
-    }
-    f.container.set(key, null);
     const keys = f.recordKeys!;
+    if (typeof key === "string" && f.container === null && keys.length < RECORDS_SCAN) {
+      for (let j = 0; j < keys.length; j++) if (keys[j] === key) throw this.err("duplicate_key", f.childAt);
+    } else {
+      if (f.container === null) {
+        f.container = new Map();
+        for (let j = 0; j < keys.length; j++) f.container.set(keys[j], null);
+      }
+      if (typeof key === "string") {
+        if (f.container.has(key)) throw this.err("duplicate_key", f.childAt);
+      } else {
+        this.checkKey(f, key, "duplicate_key");
+      }
+      f.container.set(key, null);
+    }
     keys.push(key);
     if (keys.length === f.arity) {
-      f.rowsAsObjects = this.objectDicts && keys.every((k) => typeof k === "string" && k !== "__proto__" && !isIndexKey(k));
+      let asObjects = this.objectDicts;
+      for (let j = 0; asObjects && j < keys.length; j++) {
+        const k = keys[j];
+        asObjects = typeof k === "string" && k !== "__proto__" && !isIndexKey(k);
+      }
+      f.rowsAsObjects = asObjects;
       f.rowMaker = null;
     }
   }
