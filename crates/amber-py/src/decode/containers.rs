@@ -139,7 +139,7 @@ impl Builder for PyBuilder<'_, '_> {
     }
 
     /// A RECORDS' keys go into a dict grown as they are inserted (not presized), so that a
-    /// str-keyed one is what `PyDict_Merge` copies whole into each row.
+    /// str-keyed one is what `PyDict_Copy` clones whole into each row.
     fn schema(&mut self, _width: usize) -> Result<PyObj, BuildError> {
         // SAFETY: plain constructor.
         self.own(unsafe { ffi::PyDict_New() })

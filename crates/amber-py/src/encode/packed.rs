@@ -37,9 +37,9 @@ pub(super) enum Compact {
 impl PyEncoder<'_> {
     /// Writes the exact list `list` packed if its items qualify for it, or finds that they
     /// may qualify to be written as rows (spec 5.11.1, `rows.rs`) or records (spec 5.12.1,
-    /// `records.rs`), which is for the caller to try: see [`Compact`]. `holds` is how many references the containers that the encoder
-    /// knows of have on each item: 1 for a list of the graph, 2 for the copy of a deque's
-    /// items (the deque holds them too). An item with more references than that is held
+    /// `records.rs`), which is for the caller to try: see [`Compact`]. `holds` is how many
+    /// references the containers that the encoder knows of have on each item: 1 for a list
+    /// of the graph, 2 for the copy of a deque's items (the deque holds them too). An item with more references than that is held
     /// somewhere else as well, so it may be met again and has to go through the memo.
     ///
     /// Inlined into every list's path: most lists are turned away by their length or by the
