@@ -207,14 +207,18 @@ function rowReader(node: KeyNode, keys: string[]): RowRead | null {
   let read: RowRead | null = null;
   if (keys.length <= MAX_RECORD_KEYS && rowReadersMade < MAX_RECORD_MAKERS) {
     rowReadersMade++;
+    // A value read by the fast path is at the place of its key, as in a dict of these keys,
+    // so that the dicts it holds find the readers and hints of that place.
+    const nodes = new Array<KeyNode>(node.depth + 1);
+    for (let n: KeyNode | null = node; n !== null; n = n.parent) nodes[n.depth] = n;
     try {
       let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
       for (let i = 0; i < keys.length; i++) {
-        body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+        body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
       }
       const props = keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ");
       body += `d.pos = p;\nreturn { ${props} };`;
-      read = new Function(`return function (d) {\n${body}\n};`)() as RowRead;
+      read = new Function("N", `return function (d) {\n${body}\n};`)(nodes) as RowRead;
     } catch {
       read = null;
     }
@@ -1170,7 +1174,9 @@ export class BodyDecoder {
         // Object rows by the generated reader of their keys, where there is one.
         const read = f.rowsAsObjects && rows > 1 ? rowReader(dictRecordNode(keys as string[], width), keys as string[]) : null;
         if (read !== null) {
+          const place = this.place;
           for (let r = 0; r < rows; r++) list.push(read(this));
+          this.place = place;
         } else {
           for (let r = 0; r < rows; r++) {
             for (let j = 0; j < width; j++) values[j] = this.fast();
