@@ -70,14 +70,7 @@ impl PyEncoder<'_> {
             // `shared`) and send it through the memo. An item that runs code holds itself
             // while it does (class encoders take a reference once the memo has seen them),
             // and memoized objects are kept alive by the encoder.
-            // SAFETY: obj is a live list (held by the caller) and i is below its current
-            // length.
-            let item = unsafe {
-                if i >= ffi::PyList_GET_SIZE(obj) {
-                    return Err(changed_size("list", obj));
-                }
-                ffi::PyList_GET_ITEM(obj, i)
-            };
+            let item = list_item_now(obj, i as usize)?;
             self.nested_value(item)
                 .map_err(|e| e.at(Segment::Index(i as usize), obj))?;
         }
@@ -325,6 +318,23 @@ impl PyEncoder<'_> {
             }
             self.memo.end_immutable(obj, token, &mut self.writer);
         }
+    }
+}
+
+/// Item `i` of the exact list `list` as it is now (borrowed): code run while the items before
+/// it were written may have shrunk the list, which is an error, as the count already in the
+/// output would no longer match.
+#[inline(always)]
+pub(super) fn list_item_now(
+    list: *mut ffi::PyObject,
+    i: usize,
+) -> Result<*mut ffi::PyObject, EncodeFail> {
+    // SAFETY: list is a live list (held by the caller); i is checked against its length now.
+    unsafe {
+        if i >= ffi::PyList_GET_SIZE(list) as usize {
+            return Err(changed_size("list", list));
+        }
+        Ok(ffi::PyList_GET_ITEM(list, i as ffi::Py_ssize_t))
     }
 }
 

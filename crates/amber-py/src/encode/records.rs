@@ -25,7 +25,7 @@
 use amber_format::tag::{RECORDS_MIN, RECORDS_MIN_WIDTH};
 use pyo3_ffi as ffi;
 
-use super::containers::changed_size;
+use super::containers::{changed_size, list_item_now};
 use super::error::key_label;
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::dict_layout::{self, Items};
@@ -74,13 +74,7 @@ impl PyEncoder<'_> {
         for i in 0..n {
             // Class code run while a value is written may change the list: the row is read
             // again, and held while its values are written.
-            // SAFETY: list is a live list; i is checked against its current length.
-            let row = unsafe {
-                if i >= ffi::PyList_GET_SIZE(list) as usize {
-                    return Err(changed_size("list", list));
-                }
-                ffi::PyList_GET_ITEM(list, i as ffi::Py_ssize_t)
-            };
+            let row = list_item_now(list, i)?;
             // SAFETY: reading the type of a live object.
             if unsafe { ffi::Py_TYPE(row) } != self.types.dict {
                 return Err(self.not_records(owner));

@@ -10,7 +10,7 @@
 use amber_format::tag::TUPLE_LIST_MIN;
 use pyo3_ffi as ffi;
 
-use super::containers::changed_size;
+use super::containers::{changed_size, list_item_now};
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 
 impl PyEncoder<'_> {
@@ -61,13 +61,7 @@ impl PyEncoder<'_> {
         for i in 0..n {
             // Class code run while an item is written may change the list: the row is read
             // again, and held while its items are written.
-            // SAFETY: list is a live list; i is checked against its current length.
-            let row = unsafe {
-                if i >= ffi::PyList_GET_SIZE(list) as usize {
-                    return Err(changed_size("list", list));
-                }
-                ffi::PyList_GET_ITEM(list, i as ffi::Py_ssize_t)
-            };
+            let row = list_item_now(list, i)?;
             // SAFETY: reading the type and length of a live object, as in the scan.
             let same =
                 unsafe { ffi::Py_TYPE(row) == tuple_type && ffi::PyTuple_GET_SIZE(row) == arity };
