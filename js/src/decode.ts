@@ -1770,8 +1770,10 @@ export class BodyDecoder {
     }
     const slot = v8KeyHash(k) & 0xffff;
     // Large containers spread their keys over the 2^16 classes unevenly even when honest;
-    // the limit grows with the declared size (the work stays bounded by a multiple of n).
-    const limit = Math.max(HASH_LIMIT, 32 * Math.ceil(f.count / 65536));
+    // the limit grows with the number of keys the container declares (the work stays bounded
+    // by a multiple of it): a RECORDS's width, as its count is of rows, which share the keys.
+    const n = f.type === F.Records ? f.arity : f.count;
+    const limit = Math.max(HASH_LIMIT, 32 * Math.ceil(n / 65536));
     if (++counts[slot] > Math.min(limit, 255)) {
       throw this.err("hash_limit", f.childAt, `more than ${HASH_LIMIT} number keys of one container fall into one hash bucket`);
     }

@@ -323,6 +323,64 @@ test("hash flooding: floats and bigints chosen to share one V8 hash bucket are r
   assert.equal((decode(encode(honestBig)) as Set<bigint>).size, honestBig.size);
 });
 
+test("hash flooding: a RECORDS's keys share a hash class no more than a dict's of as many keys, whatever its row count", () => {
+  // The keys of a RECORDS are one key set of `width` keys; its row count must not raise their
+  // limit. Ints whose V8 hashes (ComputeUnseededHash) agree in their low 16 bits: one class.
+  const h = (k: number) => {
+    let x = k >>> 0;
+    x = (~x + (x << 15)) >>> 0; x = (x ^ (x >>> 12)) >>> 0; x = (x + (x << 2)) >>> 0;
+    x = (x ^ (x >>> 4)) >>> 0; x = Math.imul(x, 2057) >>> 0; x = (x ^ (x >>> 16)) >>> 0;
+    return x & 0x3fffffff;
+  };
+  const colliding: number[] = [];
+  for (let k = 64; colliding.length < 65; k++) if ((h(k) & 0xffff) === 0) colliding.push(k);
+  const varint = (n: number) => {
+    const out: number[] = [];
+    for (; n >= 0x80; n = Math.floor(n / 128)) out.push((n & 0x7f) | 0x80);
+    out.push(n);
+    return out;
+  };
+  // Each key an INT (spec 5.3): tag 6c, then the zigzag of k >= 0 (2k) as a varint.
+  const int = (k: number) => [0x6c, ...varint(2 * k)];
+  // A RECORDS of `rows` rows: header, tag 7b, count, width, the keys, then one byte per row
+  // value (so the length check of spec 5.12.1 step 5 passes), all SMALL_INT 0 when
+  // `decodable`, else a reserved tag (7a) first: keys that pass then fail at the first value
+  // instead of building every row.
+  const records = (rows: number, keys: number[], decodable = false) => {
+    const head = [0xab, 0x41, 0x01, 0x7b, ...varint(rows), ...varint(keys.length)];
+    const offsets: number[] = [];
+    for (const k of keys) { offsets.push(head.length); head.push(...int(k)); }
+    const b = new Uint8Array(head.length + rows * keys.length);
+    b.set(head);
+    if (!decodable) b[head.length] = 0x7a;
+    return { b, offsets, rowsAt: head.length };
+  };
+  // Each payload by the fast path and by the stack machine (tracing), which must agree.
+  const refused = (b: Uint8Array, offset: number, what: string) => {
+    const e = asTheMachine(b, {});
+    assert.ok(e instanceof DecodeLimitError, `${what}: ${e}`);
+    assert.equal(e.kind, "hash_limit", `${what}: ${e}`);
+    assert.equal(e.offset, offset, `${what}: ${e}`);
+  };
+  const many = 131073; // 32 * ceil(many / 65536) = 96 > 64
+  // 65 colliding keys: the 65th is refused, with many rows as with few, and as in a DICT.
+  for (const rows of [many, 2]) {
+    const { b, offsets } = records(rows, colliding);
+    refused(b, offsets[64], `RECORDS of ${rows} rows`);
+  }
+  const dict = [0xab, 0x41, 0x01, 0x73, ...varint(colliding.length)];
+  const dictOffsets: number[] = [];
+  for (const k of colliding) { dictOffsets.push(dict.length); dict.push(...int(k), 0x90); }
+  refused(new Uint8Array(dict), dictOffsets[64], "DICT");
+  // 64 colliding keys pass: many rows fail only at their first value, few rows decode.
+  const { b, rowsAt } = records(many, colliding.slice(0, 64));
+  const e = asTheMachine(b, {});
+  assert.ok(e !== null && e.kind === "unknown_tag" && e.offset === rowsAt, `${e}`);
+  const few = decode(records(2, colliding.slice(0, 64), true).b) as Map<number, unknown>[];
+  assert.equal(few.length, 2);
+  assert.deepEqual([...few[1].keys()], colliding.slice(0, 64));
+});
+
 test("REFs resolve in large bodies too (beyond 16 MiB, and past many table growths)", () => {
   const shared = [1, 2];
   const big = new Uint8Array((1 << 24) + 10);
