@@ -10,7 +10,7 @@ use crate::error::{BuildError, DecodeError, ErrorKind};
 use crate::ext::{BuildAfterCode, CreateFirstCode, ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
 use crate::object::{self, Creation, NameProblem, ObjectKind, ShapeDef};
-use crate::tag::{Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
+use crate::tag::{self, Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
 use rustc_hash::FxHashSet;
 
@@ -107,6 +107,12 @@ pub trait Builder {
     /// made by [`Builder::record`]. An ordinary list by default.
     #[inline(always)]
     fn records(&mut self, rows: usize) -> Result<Self::Obj, BuildError> {
+        self.list(rows)
+    }
+    /// The list of an OBJECT_ROWS of `rows` rows, which arrive through [`Builder::list_set`],
+    /// each made by [`Builder::object_begin`]. An ordinary list by default.
+    #[inline(always)]
+    fn object_rows(&mut self, rows: usize) -> Result<Self::Obj, BuildError> {
         self.list(rows)
     }
     /// The keys of a RECORDS, `width` of them, which arrive through [`Builder::check_key`] and
@@ -273,6 +279,21 @@ pub trait Builder {
     /// values; the rows have no tags, and keys and values are two levels deeper.
     #[inline(always)]
     fn trace_records(&mut self, _head_end: usize, _rows: usize, _width: usize) {}
+    /// An OBJECT_ROWS of `rows` instances of shape number `shape` (defined in its head when
+    /// `defines`), whose float columns are the fields `columns`; its head ends at `head_end`.
+    fn trace_object_rows(
+        &mut self,
+        _head_end: usize,
+        _rows: usize,
+        _shape: usize,
+        _defines: bool,
+        _columns: &[usize],
+    ) {
+    }
+    /// The innermost started value is a float column's value in an OBJECT_ROWS row (started
+    /// with FLOAT64's tag, whose payload it is): it has no tag of its own.
+    #[inline(always)]
+    fn trace_column_float(&mut self) {}
     /// The innermost started value is an EXT value with this code.
     #[inline(always)]
     fn trace_ext(&mut self, _code: ExtCode) {}
@@ -893,6 +914,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
             // Out of line for the same reason; it records itself too.
             0x7C => return self.nested(|d| d.tuple_list(at, slot)),
             0x7B => return self.nested(|d| d.records(at, slot)),
+            0x7D => return self.nested(|d| d.object_rows(at, slot)),
             _ => {
                 return Err(DecodeError::new(
                     ErrorKind::UnknownTag,
@@ -1216,6 +1238,151 @@ impl<'a, B: Builder> Decoder<'a, B> {
         self.leave();
         self.leave();
         Ok(list)
+    }
+
+    /// An OBJECT_ROWS (spec 5.17.9), its tag at `at`: the checks in the spec's order, then
+    /// each row as the create-first OBJECT of its shape, a float column read as FLOAT64's
+    /// payload.
+    fn object_rows(&mut self, at: usize, slot: Option<usize>) -> Result<B::Obj, DecodeError> {
+        self.enter(at)?;
+        self.enter(at)?;
+        let rows = self.varint()?;
+        let number = self.varint()?;
+        let shape = match number.checked_sub(1) {
+            None => self.shape_definition(at)?,
+            Some(shape) if shape < self.shapes.len() as u64 => shape as usize,
+            Some(shape) => {
+                return Err(DecodeError::new(
+                    ErrorKind::BadShape,
+                    at,
+                    format!(
+                        "OBJECT_ROWS uses shape {shape}, but only {} shapes are defined so far",
+                        self.shapes.len()
+                    ),
+                ))
+            }
+        };
+        let (kind, width) = self
+            .shapes
+            .get(shape)
+            .copied()
+            .unwrap_or((ObjectKind::State, 1));
+        if kind != ObjectKind::Attrs {
+            return Err(DecodeError::new(
+                ErrorKind::BadShape,
+                at,
+                format!(
+                    "OBJECT_ROWS of a shape of kind {}; rows need an ATTRS shape",
+                    kind.spec_name()
+                ),
+            ));
+        }
+        if width == 0 {
+            return Err(DecodeError::new(
+                ErrorKind::LengthTooLarge,
+                at,
+                format!(
+                    "OBJECT_ROWS declares {rows} rows of a shape without fields; rows need at \
+                     least 1 field"
+                ),
+            ));
+        }
+        let columns = self.float_columns(width)?;
+        // A tagged field takes a byte at least, a float column eight.
+        let row_len = (width - columns.len() + tag::COLUMN_FLOAT_LEN * columns.len()) as u64;
+        let left = self.remaining() as u64;
+        if rows > left / row_len {
+            return Err(DecodeError::new(
+                ErrorKind::LengthTooLarge,
+                at,
+                format!(
+                    "OBJECT_ROWS declares {rows} rows of at least {row_len} bytes, more than the \
+                     {left} bytes left"
+                ),
+            ));
+        }
+        let rows = rows as usize;
+        let charge = cost::object_rows(rows as u64, width as u64, columns.len() as u64);
+        self.charge(charge, at)?;
+        if B::TRACES {
+            self.builder
+                .trace_object_rows(self.pos, rows, shape, number == 0, &columns);
+        }
+        let list = self
+            .builder
+            .object_rows(rows)
+            .map_err(|e| host_error(e, at, "list"))?;
+        self.record_early(slot, &list);
+        for i in 0..rows {
+            let row = self
+                .builder
+                .object_begin(shape)
+                .map_err(|e| host_error(e, at, "object"))?;
+            let mut next_column = columns.iter().copied().peekable();
+            for field in 0..width {
+                let value = if next_column.next_if_eq(&field).is_some() {
+                    let float_at = self.pos;
+                    if B::TRACES {
+                        self.builder
+                            .trace_start(float_at, Tag::Float64.code(), self.depth);
+                        self.builder.trace_column_float();
+                    }
+                    let v = f64::from_le_bytes(self.take_array::<8>("float column")?);
+                    let obj = self
+                        .builder
+                        .float(v)
+                        .map_err(|e| host_error(e, float_at, "float"))?;
+                    if B::TRACES {
+                        self.builder.trace_end(self.pos, &obj);
+                    }
+                    obj
+                } else {
+                    self.value()?
+                };
+                self.builder
+                    .object_set(&row, shape, field, value)
+                    .map_err(|e| host_error(e, at, "object"))?;
+            }
+            self.builder
+                .object_finish(&row, shape)
+                .map_err(|e| host_error(e, at, "object"))?;
+            self.builder.list_set(&list, i, row);
+        }
+        self.leave();
+        self.leave();
+        Ok(list)
+    }
+
+    /// The float columns of an OBJECT_ROWS whose shape has `width` fields: a count of at
+    /// most `width`, then that many strictly increasing field indexes below `width`.
+    fn float_columns(&mut self, width: usize) -> Result<Vec<usize>, DecodeError> {
+        let count_at = self.pos;
+        let count = self.varint()?;
+        if count > width as u64 {
+            return Err(DecodeError::new(
+                ErrorKind::BadShape,
+                count_at,
+                format!("OBJECT_ROWS declares {count} float columns of a shape of {width} fields"),
+            ));
+        }
+        let mut columns: Vec<usize> = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let index_at = self.pos;
+            let index = self.varint()?;
+            let after = columns.last().is_none_or(|&last| index > last as u64);
+            if index >= width as u64 || !after {
+                return Err(DecodeError::new(
+                    ErrorKind::BadShape,
+                    index_at,
+                    format!(
+                        "float column {index} is not a field after the columns before it (the \
+                         shape has {width} fields)"
+                    ),
+                ));
+            }
+            columns.push(index as usize);
+        }
+        Ok(columns)
     }
 
     /// A TUPLE of `n` items, as [`Decoder::list`].

@@ -444,13 +444,45 @@ impl<S: Sink> Writer<S> {
     /// An OBJECT that defines its shape inline; its values follow. The shape's number is the
     /// count of shapes defined before it in this payload.
     pub fn object_defining(&mut self, shape: &ShapeDef) {
-        self.object_defining_names(
+        self.byte(Tag::Object.code());
+        self.shape_definition(shape);
+    }
+
+    /// The start of an OBJECT_ROWS of `rows` instances; the shape (a
+    /// [`Writer::shape_reference`] or a [`Writer::shape_definition`]) and then the
+    /// [`Writer::float_columns`] follow, then the rows' fields.
+    pub fn object_rows_header(&mut self, rows: usize) {
+        self.buf.put_tag_varint(Tag::ObjectRows.code(), rows as u64);
+    }
+
+    /// The shape of an OBJECT_ROWS, defined before (numbered from 0).
+    pub fn shape_reference(&mut self, shape: usize) {
+        self.varint(shape as u64 + 1);
+    }
+
+    /// The shape of an OBJECT_ROWS, defined here: it gets the next shape number.
+    pub fn shape_definition(&mut self, shape: &ShapeDef) {
+        self.shape_definition_names(
             shape.module.as_bytes(),
             shape.qualname.as_bytes(),
             shape.kind as u8,
             shape.fields.iter().map(|f| f.as_bytes()),
             shape.fields.len(),
         );
+    }
+
+    /// The float columns of an OBJECT_ROWS: the field indexes, strictly increasing.
+    pub fn float_columns(&mut self, columns: &[usize]) {
+        self.varint(columns.len() as u64);
+        for &column in columns {
+            self.varint(column as u64);
+        }
+    }
+
+    /// A float column's value in an OBJECT_ROWS row: its binary64, without a tag.
+    #[inline]
+    pub fn column_float(&mut self, v: f64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
     /// [`Writer::object_defining`] from borrowed UTF-8 names.
@@ -463,6 +495,18 @@ impl<S: Sink> Writer<S> {
         field_count: usize,
     ) {
         self.byte(Tag::Object.code());
+        self.shape_definition_names(module, qualname, kind, fields, field_count);
+    }
+
+    /// [`Writer::shape_definition`] from borrowed UTF-8 names.
+    pub fn shape_definition_names<'n>(
+        &mut self,
+        module: &[u8],
+        qualname: &[u8],
+        kind: u8,
+        fields: impl IntoIterator<Item = &'n [u8]>,
+        field_count: usize,
+    ) {
         self.byte(0);
         self.name(module);
         self.name(qualname);

@@ -99,6 +99,12 @@ pub mod cost {
     pub const fn records(rows: u64, width: u64) -> u64 {
         list(rows).saturating_add(rows.saturating_mul(dict(width)))
     }
+    /// An OBJECT_ROWS of `rows` instances of `width` values, `columns` of them floats without
+    /// tags: what the LIST of those OBJECTs costs with their column floats, charged at its tag.
+    pub const fn object_rows(rows: u64, width: u64, columns: u64) -> u64 {
+        let row = object(width).saturating_add(SCALAR.saturating_mul(columns));
+        list(rows).saturating_add(rows.saturating_mul(row))
+    }
     /// A dict of `n` pairs (hash table sized for growth).
     pub const fn dict(n: u64) -> u64 {
         240 + 48 * n

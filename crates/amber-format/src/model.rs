@@ -760,6 +760,7 @@ impl GraphEncoder<'_, '_> {
             }
             Node::List(items) if self.row_arity(items).is_some() => self.rows(items)?,
             Node::List(items) if self.records_width(items).is_some() => self.records(items)?,
+            Node::List(items) if self.rows_shape(items).is_some() => self.object_rows(items)?,
             Node::List(items) | Node::Tuple(items) | Node::Set(items) | Node::FrozenSet(items) => {
                 self.enter()?;
                 match node {
@@ -964,6 +965,103 @@ impl GraphEncoder<'_, '_> {
             if let Ok(Node::Dict(pairs)) = graph.node(row) {
                 let values: Vec<NodeId> = pairs.iter().map(|&(_, value)| value).collect();
                 self.children(&values)?;
+            }
+        }
+        self.depth -= 2;
+        Ok(())
+    }
+
+    /// The shape of a list written as OBJECT_ROWS (spec 5.17.9): at least
+    /// [`tag::OBJECT_ROWS_MIN`] items, all OBJECTs of one ATTRS shape with at least one field,
+    /// none of them shared.
+    fn rows_shape(&self, items: &[NodeId]) -> Option<&'_ ShapeDef> {
+        if items.len() < tag::OBJECT_ROWS_MIN {
+            return None;
+        }
+        let nodes = &self.graph.nodes;
+        let Node::Object(first, _) = nodes.get(*items.first()?)? else {
+            return None;
+        };
+        if first.kind != ObjectKind::Attrs || first.fields.is_empty() {
+            return None;
+        }
+        items
+            .iter()
+            .all(|&id| {
+                matches!(nodes.get(id), Some(Node::Object(shape, _)) if shape == first)
+                    && self.unshared(id)
+            })
+            .then_some(first)
+    }
+
+    /// The float columns of rows that [`GraphEncoder::rows_shape`] accepted: the fields whose
+    /// first value is a float FLOAT32 cannot hold, and every value an unshared float.
+    fn float_columns(&self, items: &[NodeId], width: usize) -> Vec<usize> {
+        let nodes = &self.graph.nodes;
+        let float_at = |row: NodeId, field: usize| {
+            let Some(Node::Object(_, values)) = nodes.get(row) else {
+                return None;
+            };
+            let id = *values.get(field)?;
+            match nodes.get(id) {
+                Some(Node::Float(bits)) if self.unshared(id) => Some(f64::from_bits(*bits)),
+                _ => None,
+            }
+        };
+        (0..width)
+            .filter(|&field| {
+                let first = items.first().and_then(|&row| float_at(row, field));
+                first.is_some_and(|v| !Writer::is_float32_exact(v))
+                    && items.iter().all(|&row| float_at(row, field).is_some())
+            })
+            .collect()
+    }
+
+    /// Writes a list that [`GraphEncoder::rows_shape`] accepted: its level and its rows'
+    /// level, the header, the shape (defined here if it is new), the float columns, then each
+    /// instance's values, a float column's as its 8 bytes. The instances never enter the
+    /// memo: each is met once, here.
+    fn object_rows(&mut self, items: &[NodeId]) -> Result<(), Pass> {
+        let graph = self.graph;
+        if self.rows_shape(items).is_none() {
+            return Ok(());
+        }
+        let Some(Ok(Node::Object(shape, _))) = items.first().map(|&id| graph.node(id)) else {
+            return Ok(());
+        };
+        let width = shape.fields.len();
+        let columns = self.float_columns(items, width);
+        self.enter()?;
+        self.enter()?;
+        self.writer.object_rows_header(items.len());
+        match self.shapes.get(shape) {
+            Some(&number) => self.writer.shape_reference(number),
+            None => {
+                let number = self.shapes.len();
+                self.shapes.insert(shape, number);
+                self.writer.shape_definition(shape);
+            }
+        }
+        self.writer.float_columns(&columns);
+        for &row in items {
+            let Ok(Node::Object(_, values)) = graph.node(row) else {
+                continue;
+            };
+            if values.len() != width {
+                return Err(Pass::Failed(format!(
+                    "{}.{} has {} values for its shape",
+                    shape.module,
+                    shape.qualname,
+                    values.len()
+                )));
+            }
+            for (field, &value) in values.iter().enumerate() {
+                match graph.node(value) {
+                    Ok(Node::Float(bits)) if columns.contains(&field) => {
+                        self.writer.column_float(f64::from_bits(*bits));
+                    }
+                    _ => self.children(&[value])?,
+                }
             }
         }
         self.depth -= 2;

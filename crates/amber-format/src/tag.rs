@@ -68,6 +68,11 @@ pub enum Tag {
     /// varint row count, varint arity (at least 1), then the rows' items one row after the
     /// other: a list of same-length tuples whose rows have no tags of their own.
     TupleList = 0x7C,
+    /// varint row count, a shape reference (with the definition when it is 0) of kind ATTRS,
+    /// the float columns (a count, then strictly increasing field indexes), then the rows'
+    /// fields one row after the other, a float column as 8 bytes of binary64: a list of
+    /// instances of one shape whose rows have no tags of their own.
+    ObjectRows = 0x7D,
     /// `0x80-0x8F`: the int `tag - 0x90` (-16..=-1).
     SmallNeg = 0x80,
     /// `None`.
@@ -84,7 +89,7 @@ pub enum Tag {
 
 impl Tag {
     /// Every row of the table, in code order.
-    pub const ALL: [Tag; 31] = [
+    pub const ALL: [Tag; 32] = [
         Tag::SmallInt,
         Tag::ShortStr,
         Tag::ShortList,
@@ -110,6 +115,7 @@ impl Tag {
         Tag::PackedFloatList,
         Tag::Records,
         Tag::TupleList,
+        Tag::ObjectRows,
         Tag::SmallNeg,
         Tag::None,
         Tag::False,
@@ -164,6 +170,7 @@ impl Tag {
             Tag::PackedFloatList => "PACKED_FLOAT_LIST",
             Tag::Records => "RECORDS",
             Tag::TupleList => "TUPLE_LIST",
+            Tag::ObjectRows => "OBJECT_ROWS",
             Tag::SmallNeg => "SMALL_NEG",
             Tag::None => "NONE",
             Tag::False => "FALSE",
@@ -212,6 +219,12 @@ pub const RECORDS_MIN: usize = 2;
 /// so such a payload might not decode with the default limits; from 2 keys on every row takes
 /// at least 2 bytes, which cover it.
 pub const RECORDS_MIN_WIDTH: usize = 2;
+/// Fewest instances a list needs before the reference encoder writes it as `OBJECT_ROWS`: for
+/// one the form is a byte longer than the `SHORT_LIST` of one `OBJECT`, for two it already
+/// saves the second instance's tag and shape number.
+pub const OBJECT_ROWS_MIN: usize = 2;
+/// The bytes of a float column's value in an `OBJECT_ROWS` row: a binary64 without a tag.
+pub const COLUMN_FLOAT_LEN: usize = 8;
 /// Largest pair count carried in a `SHORT_DICT` tag.
 pub const SHORT_DICT_MAX: usize = 7;
 /// Smallest int written as `SMALL_NEG`.
@@ -259,7 +272,9 @@ mod tests {
         assert_eq!(Tag::of_byte(0x7B | TRACKED), Some(Tag::Records));
         assert_eq!(Tag::of_byte(0x7C), Some(Tag::TupleList));
         assert_eq!(Tag::of_byte(0x7C | TRACKED), Some(Tag::TupleList));
-        assert_eq!(Tag::of_byte(0x7D), None);
+        assert_eq!(Tag::of_byte(0x7D), Some(Tag::ObjectRows));
+        assert_eq!(Tag::of_byte(0x7D | TRACKED), Some(Tag::ObjectRows));
+        assert_eq!(Tag::of_byte(0x7E), None);
         assert_eq!(Tag::of_byte(0x7F | TRACKED), None);
         assert_eq!(Tag::of_byte(0x85), Some(Tag::SmallNeg));
     }

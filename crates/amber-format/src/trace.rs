@@ -54,6 +54,24 @@ pub enum Info {
         /// Declared number of keys of each row.
         width: usize,
     },
+    /// An OBJECT_ROWS of `rows` instances of shape number `shape` (defined in its head when
+    /// `defines`), `columns` of whose fields are float columns. Its rows have no tags, so they
+    /// are not values of their own: the events after it are the rows' values, row by row, two
+    /// levels deeper (the list's level and the instances'), a float column's as a
+    /// [`Info::ColumnFloat`].
+    ObjectRows {
+        /// Declared number of rows.
+        rows: usize,
+        /// The shape number (an index into [`Trace::shapes`]).
+        shape: usize,
+        /// Whether the OBJECT_ROWS holds the shape's definition.
+        defines: bool,
+        /// How many of the shape's fields are float columns.
+        columns: usize,
+    },
+    /// A float column's value in an OBJECT_ROWS row: 8 bytes of binary64 without a tag (the
+    /// event's tag is FLOAT64's, whose payload it is).
+    ColumnFloat,
     /// An EXT value; `blob` is the blob's length for a blob layout, `None` for a composite.
     Ext {
         /// The EXT code.
@@ -300,6 +318,27 @@ impl<B: Builder> Builder for Tracer<B> {
         self.annotate_head(Info::Records { rows, width }, head_end);
     }
 
+    fn trace_object_rows(
+        &mut self,
+        head_end: usize,
+        rows: usize,
+        shape: usize,
+        defines: bool,
+        columns: &[usize],
+    ) {
+        let info = Info::ObjectRows {
+            rows,
+            shape,
+            defines,
+            columns: columns.len(),
+        };
+        self.annotate_head(info, head_end);
+    }
+
+    fn trace_column_float(&mut self) {
+        self.annotate(Info::ColumnFloat);
+    }
+
     fn trace_ext(&mut self, code: ExtCode) {
         self.annotate(Info::Ext { code, blob: None });
     }
@@ -374,6 +413,9 @@ impl<B: Builder> Builder for Tracer<B> {
     }
     fn records(&mut self, rows: usize) -> Result<B::Obj, BuildError> {
         self.inner.records(rows)
+    }
+    fn object_rows(&mut self, rows: usize) -> Result<B::Obj, BuildError> {
+        self.inner.object_rows(rows)
     }
     fn schema(&mut self, width: usize) -> Result<B::Obj, BuildError> {
         self.inner.schema(width)

@@ -362,6 +362,7 @@ fn vector_limits(v: &Value) -> Limits {
 /// instead). Returns the index of the event after the value's last descendant.
 fn check_tiling(
     events: &[Event<NodeId>],
+    shape_widths: &[usize],
     index: usize,
     start: usize,
     depth: u32,
@@ -386,20 +387,27 @@ fn check_tiling(
     let mut next = index + 1;
     if matches!(
         e.info,
-        Info::Data { .. } | Info::Packed { .. } | Info::Ext { blob: Some(_), .. }
+        Info::Data { .. }
+            | Info::Packed { .. }
+            | Info::ColumnFloat
+            | Info::Ext { blob: Some(_), .. }
     ) {
         return Ok(next);
     }
     let (child_depth, expected) = match e.info {
         Info::TupleList { rows, arity } => (depth + 2, Some(rows * arity)),
         Info::Records { rows, width } => (depth + 2, Some((rows + 1) * width)),
+        Info::ObjectRows { rows, shape, .. } => {
+            let width = shape_widths.get(shape).ok_or("an undefined shape")?;
+            (depth + 2, Some(rows * width))
+        }
         _ => (depth + 1, None),
     };
     let mut at = head_end;
     let mut children = 0;
     while at < end {
         let child = next;
-        next = check_tiling(events, child, at, child_depth)?;
+        next = check_tiling(events, shape_widths, child, at, child_depth)?;
         at = events[child].end.unwrap_or(end);
         children += 1;
     }
@@ -427,7 +435,8 @@ fn traces_decode_like_the_decoder_and_tile_the_payload() {
             let trace = amber_format::trace::trace_graph(&data, &limits, usize::MAX);
             match (Graph::decode(&data, &limits), &trace.result) {
                 (Ok(_), Ok(_)) => {
-                    let tiled = check_tiling(&trace.events, 0, 3, 0).and_then(|next| {
+                    let widths: Vec<usize> = trace.shapes.iter().map(|s| s.fields.len()).collect();
+                    let tiled = check_tiling(&trace.events, &widths, 0, 3, 0).and_then(|next| {
                         let root_end = trace.events[0].end;
                         if next != trace.events.len() || trace.values != next {
                             Err(format!("{} events after the root", trace.values - next))
