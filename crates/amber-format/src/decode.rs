@@ -1369,7 +1369,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
         for _ in 0..count {
             let index_at = self.pos;
             let index = self.varint()?;
-            let after = columns.last().is_none_or(|&last| index > last as u64);
+            let after = columns.last().map_or(true, |&last| index > last as u64);
             if index >= width as u64 || !after {
                 return Err(DecodeError::new(
                     ErrorKind::BadShape,
