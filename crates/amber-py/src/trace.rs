@@ -35,6 +35,18 @@ fn trace_event<'py>(
         Info::Ext { code, blob } => (kind("ext"), kind(code.spec_name()), blob)
             .into_pyobject(py)?
             .into_any(),
+        Info::ObjectRows {
+            rows,
+            shape,
+            defines,
+            columns,
+        } => {
+            let def = shapes.get(shape).cloned();
+            (kind("object_rows"), rows, shape, defines, def, columns)
+                .into_pyobject(py)?
+                .into_any()
+        }
+        Info::ColumnFloat => (kind("column_float"),).into_pyobject(py)?.into_any(),
         Info::Object { shape, defines } => {
             let def = shapes.get(shape).cloned();
             (kind("object"), shape, defines, def)

@@ -130,7 +130,7 @@ pub(crate) struct ShapeTable {
 }
 
 /// Something holding a field-name str: the names of an instance or of a class plan.
-trait NamePtr {
+pub(super) trait NamePtr {
     fn name_ptr(&self) -> *mut ffi::PyObject;
 }
 
@@ -154,6 +154,22 @@ impl ShapeTable {
         self.last.clear();
         self.count = 0;
     }
+}
+
+/// Where the fields of the instances of a list written as rows come from.
+pub(super) enum RowSource {
+    /// Instances of a plain class, by its plan (`PyEncoder::attrs_fields`).
+    Attrs(Arc<ClassPlan>),
+    /// Placeholders of ATTRS instances (`PyEncoder::placeholder_fields`).
+    Placeholder,
+}
+
+/// Where a shape is written: after an OBJECT tag, or in the head of an OBJECT_ROWS (spec
+/// 5.17.9), which has no OBJECT tag.
+#[derive(Clone, Copy)]
+pub(super) enum ShapeUse {
+    Object,
+    Rows,
 }
 
 fn refused(message: String) -> EncodeFail {
@@ -194,6 +210,60 @@ impl PyEncoder<'_> {
             | ObjectKind::ReduceKw
             | ObjectKind::NewObjKw => Err(EncodeFail::unsupported(self.py, obj)),
         }
+    }
+
+    /// How the instances of `ty` would be written as rows (spec 5.17.9): `None` unless each
+    /// would be an ATTRS OBJECT, as an instance of a plain class or as a placeholder.
+    pub(super) fn row_source(
+        &mut self,
+        ty: *mut ffi::PyTypeObject,
+    ) -> Result<Option<RowSource>, EncodeFail> {
+        if self.custom_encoder(ty)?.is_some() {
+            return Ok(None);
+        }
+        let plan = self.plan_for(ty)?;
+        Ok(if plan.placeholder {
+            Some(RowSource::Placeholder)
+        } else if plan.parts.is_none() && plan.kind == ObjectKind::Attrs {
+            Some(RowSource::Attrs(plan))
+        } else {
+            None
+        })
+    }
+
+    /// Pushes the field names and values of `obj`, a placeholder, on the attribute stacks
+    /// when it stands for an ATTRS instance, and returns its module and qualified name;
+    /// `None` for any other kind or state (the caller drops whatever was pushed).
+    pub(super) fn placeholder_fields(
+        &mut self,
+        obj: *mut ffi::PyObject,
+    ) -> Result<Option<(String, String)>, EncodeFail> {
+        let py = self.py;
+        // SAFETY: obj is a live Placeholder.
+        let bound = unsafe { Bound::from_borrowed_ptr(py, obj) };
+        let python = |e: PyErr| EncodeFail::new(FailKind::Python(e));
+        let text = |name: &str| -> Result<String, EncodeFail> {
+            bound
+                .getattr(name)
+                .and_then(|v| v.extract())
+                .map_err(python)
+        };
+        if ObjectKind::from_spec_name(&text("kind")?) != Some(ObjectKind::Attrs) {
+            return Ok(None);
+        }
+        let (module, qualname) = checked_names(text("module")?, text("qualname")?)?;
+        let state = bound.getattr("state").map_err(python)?;
+        let Ok(dict) = state.cast::<pyo3::types::PyDict>() else {
+            return Ok(None);
+        };
+        for (name, value) in dict.iter() {
+            if !name.is_exact_instance_of::<PyString>() {
+                return Ok(None);
+            }
+            self.attr_names.push(owned(&name));
+            self.attr_values.push(owned(&value));
+        }
+        Ok(Some((module, qualname)))
     }
 
     fn custom_encoder(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Option<PyObj>, EncodeFail> {
@@ -281,6 +351,17 @@ impl PyEncoder<'_> {
         plan: &ClassPlan,
         names: &[N],
     ) -> Result<(), EncodeFail> {
+        self.shape_as(ty, plan, names, ShapeUse::Object)
+    }
+
+    /// [`PyEncoder::shape`] for an OBJECT or for the head of an OBJECT_ROWS.
+    pub(super) fn shape_as<N: NamePtr>(
+        &mut self,
+        ty: *mut ffi::PyTypeObject,
+        plan: &ClassPlan,
+        names: &[N],
+        using: ShapeUse,
+    ) -> Result<(), EncodeFail> {
         let key = ty as usize;
         if let Some((held, number)) = self.shapes.last.get(&key) {
             if held.len() == names.len()
@@ -289,7 +370,8 @@ impl PyEncoder<'_> {
                     .zip(names)
                     .all(|(h, n)| h.as_ptr() == n.name_ptr())
             {
-                self.writer.object_of_shape(*number);
+                let number = *number;
+                self.write_shape_number(number, using);
                 return Ok(());
             }
         }
@@ -297,7 +379,8 @@ impl PyEncoder<'_> {
         for name in names {
             texts.push(name_text(self.py, name.name_ptr())?);
         }
-        let number = self.shape_by_text(key, &plan.module, &plan.qualname, plan.kind, texts)?;
+        let number =
+            self.shape_by_text_as(key, &plan.module, &plan.qualname, plan.kind, texts, using)?;
         let held = names.iter().map(|n| hold(n.name_ptr())).collect();
         self.shapes.last.insert(key, (held, number));
         Ok(())
@@ -311,12 +394,25 @@ impl PyEncoder<'_> {
         module: &str,
         qualname: &str,
         kind: ObjectKind,
+        texts: Vec<String>,
+    ) -> Result<usize, EncodeFail> {
+        self.shape_by_text_as(key, module, qualname, kind, texts, ShapeUse::Object)
+    }
+
+    /// [`PyEncoder::shape_by_text`] for an OBJECT or for the head of an OBJECT_ROWS.
+    pub(super) fn shape_by_text_as(
+        &mut self,
+        key: usize,
+        module: &str,
+        qualname: &str,
+        kind: ObjectKind,
         mut texts: Vec<String>,
+        using: ShapeUse,
     ) -> Result<usize, EncodeFail> {
         // The key's text part also names the class, for placeholders (one type, many names).
         texts.push(format!("{module}:{qualname}:{}", kind.spec_name()));
         if let Some(&number) = self.shapes.numbers.get(&(key, texts.clone())) {
-            self.writer.object_of_shape(number);
+            self.write_shape_number(number, using);
             return Ok(number);
         }
         let label = texts.pop().unwrap_or_default();
@@ -331,16 +427,35 @@ impl PyEncoder<'_> {
         }
         let number = self.shapes.count;
         self.shapes.count += 1;
-        self.writer.object_defining_names(
-            module.as_bytes(),
-            qualname.as_bytes(),
-            kind as u8,
-            texts.iter().map(|t| t.as_bytes()),
-            texts.len(),
-        );
+        let names = texts.iter().map(|t| t.as_bytes());
+        match using {
+            ShapeUse::Object => self.writer.object_defining_names(
+                module.as_bytes(),
+                qualname.as_bytes(),
+                kind as u8,
+                names,
+                texts.len(),
+            ),
+            ShapeUse::Rows => self.writer.shape_definition_names(
+                module.as_bytes(),
+                qualname.as_bytes(),
+                kind as u8,
+                names,
+                texts.len(),
+            ),
+        }
         texts.push(label);
         self.shapes.numbers.insert((key, texts), number);
         Ok(number)
+    }
+
+    /// A shape defined before, by its number: an OBJECT's tag and reference, or an
+    /// OBJECT_ROWS's reference.
+    fn write_shape_number(&mut self, number: usize, using: ShapeUse) {
+        match using {
+            ShapeUse::Object => self.writer.object_of_shape(number),
+            ShapeUse::Rows => self.writer.shape_reference(number),
+        }
     }
 
     /// The OBJECT of a shape without fields (STATE, ENUM, CUSTOM), then its one value.
@@ -383,6 +498,36 @@ impl PyEncoder<'_> {
         plan: &ClassPlan,
         base: usize,
     ) -> Result<(), EncodeFail> {
+        self.attrs_fields(obj, plan)?;
+        self.enter()?;
+        // Nothing is pushed while the shape is written, so the stack can lend its slice.
+        let names = std::mem::take(&mut self.attr_names);
+        let shaped = self.shape(ty, plan, names.get(base..).unwrap_or_default());
+        self.attr_names = names;
+        shaped?;
+        let end = self.attr_values.len();
+        for i in base..end {
+            let Some(value) = self.attr_values.get(i).map(PyObj::as_ptr) else {
+                break;
+            };
+            self.nested_held_value(value).map_err(|e| {
+                let name = self.attr_names.get(i).map(PyObj::as_ptr);
+                let label = name.and_then(|n| name_text(self.py, n).ok());
+                e.at(Segment::Attr(label.unwrap_or_default()), obj)
+            })?;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    /// Pushes the field names and values of `obj`, an instance of an ATTRS class, on the
+    /// attribute stacks: its `__dict__` items in order, then its set slots (spec 5.17.7, rule
+    /// 10).
+    pub(super) fn attrs_fields(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        plan: &ClassPlan,
+    ) -> Result<(), EncodeFail> {
         if plan.has_dict {
             // SAFETY: obj is a live instance of a class whose instances have a __dict__;
             // GenericGetDict returns a new reference (or NULL with an exception).
@@ -423,24 +568,6 @@ impl PyEncoder<'_> {
                 }
             }
         }
-        self.enter()?;
-        // Nothing is pushed while the shape is written, so the stack can lend its slice.
-        let names = std::mem::take(&mut self.attr_names);
-        let shaped = self.shape(ty, plan, names.get(base..).unwrap_or_default());
-        self.attr_names = names;
-        shaped?;
-        let end = self.attr_values.len();
-        for i in base..end {
-            let Some(value) = self.attr_values.get(i).map(PyObj::as_ptr) else {
-                break;
-            };
-            self.nested_held_value(value).map_err(|e| {
-                let name = self.attr_names.get(i).map(PyObj::as_ptr);
-                let label = name.and_then(|n| name_text(self.py, n).ok());
-                e.at(Segment::Attr(label.unwrap_or_default()), obj)
-            })?;
-        }
-        self.leave();
         Ok(())
     }
 
@@ -701,7 +828,7 @@ fn owned(obj: &Bound<'_, PyAny>) -> PyObj {
     unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(obj.as_ptr())) }
 }
 
-fn name_text(py: Python<'_>, name: *mut ffi::PyObject) -> Result<String, EncodeFail> {
+pub(super) fn name_text(py: Python<'_>, name: *mut ffi::PyObject) -> Result<String, EncodeFail> {
     // SAFETY: name is a live object (held by its caller).
     let bound = unsafe { Bound::from_borrowed_ptr(py, name) };
     bound

@@ -29,6 +29,7 @@ impl PyEncoder<'_> {
             // out of the registers of the loop that every other list runs.
             Compact::Rows(n) => return self.rows_or_items(obj, n),
             Compact::Records(n) => return self.records_or_items(obj, n),
+            Compact::Objects(n) => return self.object_rows_or_items(obj, n),
             Compact::Plain => {}
         }
         self.list_items(obj)
@@ -39,6 +40,21 @@ impl PyEncoder<'_> {
     #[inline(never)]
     fn records_or_items(&mut self, obj: *mut ffi::PyObject, n: usize) -> Result<(), EncodeFail> {
         if self.records(obj, n, 1, obj)? {
+            self.leave();
+            return Ok(());
+        }
+        self.list_items(obj)
+    }
+
+    /// A list of `n` items whose first is an instance of a heap type: object rows if they
+    /// qualify, else the ordinary items.
+    #[inline(never)]
+    fn object_rows_or_items(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        n: usize,
+    ) -> Result<(), EncodeFail> {
+        if self.object_rows(obj, n, 1, obj)? {
             self.leave();
             return Ok(());
         }

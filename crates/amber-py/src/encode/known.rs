@@ -862,6 +862,7 @@ impl PyEncoder<'_> {
             Compact::Written => true,
             Compact::Rows(n) => self.rows(items.as_ptr(), n, 2, obj)?,
             Compact::Records(n) => self.records(items.as_ptr(), n, 2, obj)?,
+            Compact::Objects(n) => self.object_rows(items.as_ptr(), n, 2, obj)?,
             Compact::Plain => false,
         };
         if written {

@@ -8,6 +8,7 @@ mod error;
 mod known;
 mod memo;
 mod numpy;
+mod object_rows;
 mod oob;
 mod packed;
 mod parts;
@@ -82,10 +83,16 @@ pub struct PyEncoder<'py> {
     oob: OutOfBand,
     /// The options of this encode, for the nested encodes that make canonical sort keys.
     options: Options,
-    /// The lists of dicts (by owner: the list, or a deque) whose rows turned out, while they
-    /// were being written as records, not to have the first row's keys: the encode started
-    /// again, and these are written as LISTs (see `records.rs`). Kept across restarts.
+    /// The lists of dicts or instances (by owner: the list, or a deque) whose rows turned
+    /// out, while they were being written as RECORDS or OBJECT_ROWS, not to have the first
+    /// row's keys or fields: the encode started again, and these are written as LISTs (see
+    /// `records.rs`, `object_rows.rs`). Kept across restarts.
     plain_records: rustc_hash::FxHashSet<usize>,
+    /// The float columns (by owner and field) of lists of instances that turned out, while
+    /// they were being written as OBJECT_ROWS, to hold a value that is not an unshared float:
+    /// the encode started again, and these are tagged (see `object_rows.rs`). Kept across
+    /// restarts.
+    tagged_columns: rustc_hash::FxHashSet<(usize, usize)>,
 }
 
 /// Encodes `obj` into a complete payload, a `bytes` object. With `oob`, large data goes out
@@ -115,6 +122,7 @@ pub fn encode<'py>(
         oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
         options,
         plain_records: rustc_hash::FxHashSet::default(),
+        tagged_columns: rustc_hash::FxHashSet::default(),
     };
     let result = encoder.run(obj, options.refs);
     if let Some(slot) = oob {

@@ -9,7 +9,7 @@
 
 use std::os::raw::c_int;
 
-use amber_format::tag::{PACKED_MIN, RECORDS_MIN, TUPLE_LIST_MIN};
+use amber_format::tag::{OBJECT_ROWS_MIN, PACKED_MIN, RECORDS_MIN, TUPLE_LIST_MIN};
 use amber_format::varint::{zigzag, MAX_VARINT_LEN};
 use amber_format::{Tag, Writer};
 use pyo3_ffi as ffi;
@@ -18,7 +18,9 @@ use super::sink::Run;
 use super::PyEncoder;
 
 // One length check serves both forms for numbers and tuples; dicts need fewer items.
-const _: () = assert!(PACKED_MIN == TUPLE_LIST_MIN && RECORDS_MIN <= PACKED_MIN);
+const _: () = assert!(
+    PACKED_MIN == TUPLE_LIST_MIN && RECORDS_MIN <= PACKED_MIN && OBJECT_ROWS_MIN == RECORDS_MIN
+);
 
 /// What [`PyEncoder::compact_list`] found.
 pub(super) enum Compact {
@@ -32,12 +34,17 @@ pub(super) enum Compact {
     /// Nothing is written: the list has this many items (at least [`RECORDS_MIN`]) and the
     /// first is an exact dict, so it may be written as records ([`PyEncoder::records`]).
     Records(usize),
+    /// Nothing is written: the list has this many items (at least [`OBJECT_ROWS_MIN`]) and
+    /// the first is an instance of a heap type (a class defined in Python), so it may be
+    /// written as object rows ([`PyEncoder::object_rows`]).
+    Objects(usize),
 }
 
 impl PyEncoder<'_> {
     /// Writes the exact list `list` packed if its items qualify for it, or finds that they
-    /// may qualify to be written as rows (spec 5.11.1, `rows.rs`) or records (spec 5.12.1,
-    /// `records.rs`), which is for the caller to try: see [`Compact`]. `holds` is how many
+    /// may qualify to be written as rows (spec 5.11.1, `rows.rs`), records (spec 5.12.1,
+    /// `records.rs`) or object rows (spec 5.17.9, `object_rows.rs`), which is for the caller
+    /// to try: see [`Compact`]. `holds` is how many
     /// references the containers that the encoder knows of have on each item: 1 for a list
     /// of the graph, 2 for the copy of a deque's items (the deque holds them too). An item with more references than that is held
     /// somewhere else as well, so it may be met again and has to go through the memo.
@@ -61,6 +68,10 @@ impl PyEncoder<'_> {
         let ty = unsafe { ffi::Py_TYPE(*items) };
         if ty == self.types.dict {
             return Compact::Records(n);
+        }
+        // SAFETY: reading the flags of a live type.
+        if unsafe { (*ty).tp_flags } & ffi::Py_TPFLAGS_HEAPTYPE != 0 {
+            return Compact::Objects(n);
         }
         if n < PACKED_MIN {
             return Compact::Plain;
