@@ -308,7 +308,8 @@ def test_enum_value_follows_the_shape():
 
 
 def test_one_shape_per_class_and_field_tuple():
-    staff = [Employee(i, f"n{i}", 20 + i) for i in range(50)]
+    # In a tuple, each instance is an OBJECT (a list of them would be OBJECT_ROWS).
+    staff = tuple(Employee(i, f"n{i}", 20 + i) for i in range(50))
     data = amber.dumps(staff)
     assert data.count(b"Employee") == 1
     assert data.count(MOD.encode()) == 1

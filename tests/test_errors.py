@@ -310,7 +310,7 @@ DECODE_ERRORS: list[tuple[str, str, int | None, dict]] = [
     (H + "95", "unknown_tag", 3, {}),
     (H + "bf", "unknown_tag", 3, {}),
     (H + "7a", "unknown_tag", 3, {}),
-    (H + "7d 00", "unknown_tag", 3, {}),
+    (H + "7e 00", "unknown_tag", 3, {}),
     (H + "7b 00 00", "length_too_large", 3, {}),
     (H + "7b 01 02 4161 4161 01 02", "duplicate_key", 8, {}),
     (H + "7f", "unknown_tag", 3, {}),

@@ -230,6 +230,16 @@ def summary(event: Event, base: int = 0) -> str:
     elif kind == "records":
         rows, width = event.info[1], event.info[2]
         text = f"list of {_count(rows, 'dict')} of {_count(width, 'key')}, as records"
+    elif kind == "object_rows":
+        rows, number, defines, (module, qualname, _, fields), columns = event.info[1:]
+        text = f"list of {_count(rows, 'instance')} of {module}:{qualname}, shape {number}"
+        if defines:
+            text += f" (defined here: {', '.join(fields)})"
+        text += ", as rows"
+        if columns:
+            text += f", {_count(columns, 'float column')}"
+    elif kind == "column_float":
+        text = f"{_value_text(event.value)} (a float column's 8 bytes, no tag)"
     elif kind == "ext":
         code, blob = event.info[1], event.info[2]
         text = code if blob is None else f"{code}, {_count(blob, 'byte')}"
@@ -280,10 +290,11 @@ def inspect_lines(
         flags = data[2] & 0xF0
         text = f"version {version}" + (f", flags 0x{flags:02x}" if flags else "")
         yield line(0, data[:HEADER_LEN], 0, "HEADER", text)
-    # [depth, arity, items met, keys] of each TUPLE_LIST or RECORDS whose rows are being listed,
-    # innermost last (keys: how many values come before the rows, the keys of a RECORDS). Its
-    # rows have no tags, so no events: a line marks where each begins, at its first value.
-    tuple_lists: list[list[int]] = []
+    # [depth, arity, items met, keys, row] of each TUPLE_LIST, RECORDS or OBJECT_ROWS whose
+    # rows are being listed, innermost last (keys: how many values come before the rows, the
+    # keys of a RECORDS; row: what each row is). Its rows have no tags, so no events: a line
+    # marks where each begins, at its first value.
+    tuple_lists: list[list[Any]] = []
     # [depth, roles, values met] of each OBJECT whose values are named, innermost last.
     objects: list[list[Any]] = []
     for event in result.events:
@@ -301,22 +312,24 @@ def inspect_lines(
         while tuple_lists and tuple_lists[-1][0] >= event.depth:
             tuple_lists.pop()
         if tuple_lists and event.depth == tuple_lists[-1][0] + 2:
-            depth, arity, met, keys = tuple_lists[-1]
+            depth, arity, met, keys, what = tuple_lists[-1]
             if keys and met == 0:
                 yield line(event.offset, b"", depth + 1, "keys of each row", _count(keys, "key"))
             elif met >= keys and (met - keys) % arity == 0:
                 row = f"row {(met - keys) // arity}"
-                what = (
-                    f"dict of {_count(arity, 'pair')}"
-                    if keys
-                    else f"tuple of {_count(arity, 'item')}"
-                )
                 yield line(event.offset, b"", depth + 1, row, what)
             tuple_lists[-1][2] += 1
-        if event.info[0] == "tuple_list" and event.info[1]:
-            tuple_lists.append([event.depth, event.info[2], 0, 0])
-        if event.info[0] == "records":
-            tuple_lists.append([event.depth, event.info[2], 0, event.info[2]])
+        kind = event.info[0]
+        if kind == "tuple_list" and event.info[1]:
+            arity = event.info[2]
+            tuple_lists.append([event.depth, arity, 0, 0, f"tuple of {_count(arity, 'item')}"])
+        if kind == "records":
+            width = event.info[2]
+            tuple_lists.append([event.depth, width, 0, width, f"dict of {_count(width, 'pair')}"])
+        if kind == "object_rows" and event.info[1]:
+            module, qualname, _, fields = event.info[4]
+            what = f"{module}:{qualname} instance"
+            tuple_lists.append([event.depth, len(fields), 0, 0, what])
         head_end = event.head_end
         if head_end is None:
             # The value stopped short: show its bytes up to where the decoder stopped.
@@ -422,6 +435,14 @@ def stats(size: int, events: list[Event]) -> Stats:
             _, defines, (module, qualname, _, _) = info[1:]
             _add(classes, f"{module}:{qualname}", own_bytes, total)
             result.shapes += defines
+        elif kind == "object_rows":
+            # Its rows are instances of the class without events of their own.
+            rows, _, defines, (module, qualname, _, _), _ = info[1:]
+            counts = classes.setdefault(f"{module}:{qualname}", [0, 0, 0])
+            counts[0] += rows
+            counts[1] += own_bytes
+            counts[2] += total
+            result.shapes += defines
         elif kind == "ref":
             result.refs += 1
             result.ref_bytes += own_bytes
@@ -439,9 +460,10 @@ def stats(size: int, events: list[Event]) -> Stats:
 
 def _levels_opened(info: tuple[Any, ...]) -> int:
     """How many nesting levels a value opens: one for a container, packed list, object,
-    SUPERSEDE or EXT composite, two for a TUPLE_LIST or a RECORDS (the list's and its rows')."""
+    SUPERSEDE or EXT composite, two for a TUPLE_LIST, RECORDS or OBJECT_ROWS (the list's and
+    its rows')."""
     kind = info[0]
-    if kind in ("tuple_list", "records"):
+    if kind in ("tuple_list", "records", "object_rows"):
         return 2
     return int(kind in _OPENS_LEVEL or (kind == "ext" and info[2] is None))
 

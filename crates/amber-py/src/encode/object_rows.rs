@@ -25,6 +25,16 @@ use super::containers::{changed_size, list_item_now};
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::object::PyObj;
 
+/// What names the class of a row.
+enum RowNames {
+    /// An instance of a class: its type.
+    Class,
+    /// A placeholder: the module and qualified name it holds.
+    Placeholder((String, String)),
+    /// A placeholder of another kind than ATTRS: no row.
+    Other,
+}
+
 /// What the first row of a list settles for all of them.
 struct RowShape {
     source: RowSource,
@@ -117,8 +127,10 @@ impl PyEncoder<'_> {
         base: usize,
     ) -> Result<bool, EncodeFail> {
         let first = hold(list_item_now(list, 0)?);
-        let Some(names) = self.row_fields(&source, first.as_ptr())? else {
-            return Ok(false);
+        let names = match self.row_fields(&source, first.as_ptr())? {
+            RowNames::Class => (String::new(), String::new()),
+            RowNames::Placeholder(names) => names,
+            RowNames::Other => return Ok(false),
         };
         let width = self.attr_names.len() - base;
         if width == 0 {
@@ -160,8 +172,13 @@ impl PyEncoder<'_> {
                 return Err(self.not_rows(owner));
             }
             let row = hold(row);
-            let names = self.row_fields(&shape.source, row.as_ptr())?;
-            if names.as_ref() != Some(&shape.names) || !self.same_fields(&shape.fields, base) {
+            let fits = match self.row_fields(&shape.source, row.as_ptr())? {
+                // A class's instances are named by their type, checked above.
+                RowNames::Class => true,
+                RowNames::Placeholder(names) => names == shape.names,
+                RowNames::Other => false,
+            };
+            if !fits || !self.same_fields(&shape.fields, base) {
                 return Err(self.not_rows(owner));
             }
             self.row_values(row.as_ptr(), &shape, owner, base)
@@ -175,20 +192,22 @@ impl PyEncoder<'_> {
         Ok(true)
     }
 
-    /// Pushes the fields of `row` on the attribute stacks; for a placeholder, returns its
-    /// names, `None` when it does not stand for an ATTRS instance.
+    /// Pushes the fields of `row` on the attribute stacks and says what names it.
     fn row_fields(
         &mut self,
         source: &RowSource,
         row: *mut ffi::PyObject,
-    ) -> Result<Option<(String, String)>, EncodeFail> {
-        match source {
+    ) -> Result<RowNames, EncodeFail> {
+        Ok(match source {
             RowSource::Attrs(plan) => {
                 self.attrs_fields(row, plan)?;
-                Ok(Some((String::new(), String::new())))
+                RowNames::Class
             }
-            RowSource::Placeholder => self.placeholder_fields(row),
-        }
+            RowSource::Placeholder => match self.placeholder_fields(row)? {
+                Some(names) => RowNames::Placeholder(names),
+                None => RowNames::Other,
+            },
+        })
     }
 
     /// Whether the names pushed from `base` on are `fields`: the same objects, or equal strs.
