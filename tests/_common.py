@@ -86,13 +86,14 @@ def varint(n: int) -> bytes:
             return bytes(out)
 
 
-def smallest_budget(data: bytes) -> int:
-    """The smallest `max_alloc` with which `data` decodes (it must decode with 10**8)."""
+def smallest_budget(data: bytes, **options: Any) -> int:
+    """The smallest `max_alloc` with which `data` decodes with `options` (it must decode
+    with 10**8)."""
     import amber
 
     def fits(budget: int) -> bool:
         try:
-            amber.loads(data, max_alloc=budget)
+            amber.loads(data, max_alloc=budget, **options)
         except amber.DecodeLimitError as e:
             assert e.kind == "alloc_limit"
             return False
@@ -105,15 +106,15 @@ def smallest_budget(data: bytes) -> int:
     return low
 
 
-def check_truncations(data: bytes) -> None:
-    """`data` decodes, and every shorter prefix of it fails with `truncated` or
-    `length_too_large` at an offset within the prefix."""
+def check_truncations(data: bytes, types: Any = None) -> None:
+    """`data` decodes (allowing `types`), and every shorter prefix of it fails with
+    `truncated` or `length_too_large` at an offset within the prefix."""
     import amber
 
-    amber.loads(data)
+    amber.loads(data, types=types)
     for cut in range(len(data)):
         try:
-            amber.loads(data[:cut])
+            amber.loads(data[:cut], types=types)
         except amber.DecodeError as e:
             assert e.kind in ("truncated", "length_too_large"), (cut, e)
             assert e.offset <= cut, (cut, e)
