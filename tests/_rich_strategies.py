@@ -138,6 +138,20 @@ def object_payload(*args: Any, **kwargs: Any) -> bytes:
     return HEADER + object_body(*args, **kwargs)
 
 
+def rows_payload(
+    module: str | bytes,
+    qualname: str | bytes,
+    fields: list[str | bytes],
+    rows: list[list[Any]],
+    kind: int = ATTRS,
+) -> bytes:
+    """An OBJECT_ROWS (spec 5.17.9) defining its shape, without float columns, then each
+    row's values (each as `value_bytes`)."""
+    body = bytes([0x7D]) + varint(len(rows)) + bytes([0]) + shape_def(module, qualname, kind, fields)
+    body += bytes([0]) + b"".join(value_bytes(v) for row in rows for v in row)
+    return HEADER + body
+
+
 def ext_blob(code: int, blob: bytes) -> bytes:
     """An EXT whose body is a blob (varint length + bytes)."""
     return bytes([EXT]) + varint(code) + varint(len(blob)) + blob

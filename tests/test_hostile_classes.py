@@ -49,6 +49,7 @@ from _rich_strategies import (
     ext_payload,
     object_body,
     object_payload,
+    rows_payload,
     rich_diff,
     shape_def,
     wire_name,
@@ -389,6 +390,30 @@ def _hostile_cases() -> dict[str, dict[str, Any]]:
         ),
         "all",
         {"type_or_error": f"{MOD}.Employee"},
+    )
+    # OBJECT_ROWS: each row is an instance built as an ATTRS OBJECT is, with the same checks.
+    add(
+        "rows/dunder_fields",
+        rows_payload(
+            MOD,
+            "Employee",
+            ["__class__", "__dict__", "info", "__setstate__"],
+            [["os.system", {"x": 1}, "not a method", "nope"]] * 2,
+        ),
+        "all",
+        {"type_or_error": "builtins.list"},
+    )
+    add(
+        "rows/canary_not_allowed",
+        rows_payload(MOD, "Canary", HARM_FIELDS, [HARM_VALUES] * 2),
+        "all",
+        _expect_not_allowed(MOD, "Canary"),
+    )
+    add(
+        "rows/os_system_as_reduce",
+        rows_payload("os", "system", [], [[], []], kind=8),
+        "all",
+        _expect_not_allowed("os", "system"),
     )
     return cases
 
