@@ -147,7 +147,9 @@ def rows_payload(
 ) -> bytes:
     """An OBJECT_ROWS (spec 5.17.9) defining its shape, without float columns, then each
     row's values (each as `value_bytes`)."""
-    body = bytes([0x7D]) + varint(len(rows)) + bytes([0]) + shape_def(module, qualname, kind, fields)
+    body = (
+        bytes([0x7D]) + varint(len(rows)) + bytes([0]) + shape_def(module, qualname, kind, fields)
+    )
     body += bytes([0]) + b"".join(value_bytes(v) for row in rows for v in row)
     return HEADER + body
 

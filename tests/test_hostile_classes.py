@@ -49,8 +49,8 @@ from _rich_strategies import (
     ext_payload,
     object_body,
     object_payload,
-    rows_payload,
     rich_diff,
+    rows_payload,
     shape_def,
     wire_name,
 )
