@@ -2522,6 +2522,8 @@ export class BodyDecoder {
       info: ["column", f.shape!.fields![f.rowIndex]], value: undefined,
     };
     this.tracer.push(ev);
+    // Cut short: the listing shows the bytes there are.
+    if (this.end - at < 8) ev.headEnd = this.end - this.delta;
     const v = this.columnFloat(at);
     ev.end = ev.headEnd = this.pos - this.delta;
     ev.value = v;
