@@ -35,10 +35,15 @@ const { hashable } = fc.letrec((tie) => ({
 const keys = fc.oneof(ints, texts, fc.uint8Array({ maxLength: 8 }));
 
 export const { value: values } = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, atoms, tie("list"), tie("tuple"), tie("dict"), tie("set"), tie("frozenset"), tie("numbers"), tie("rows"), tie("newForms")),
+  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, atoms, tie("list"), tie("tuple"), tie("dict"), tie("set"), tie("frozenset"), tie("numbers"), tie("rows"), tie("objectRows"), tie("newForms")),
   list: fc.array(tie("value"), { maxLength: 6 }),
   numbers: fc.oneof(fc.array(ints, { minLength: 4, maxLength: 10 }), fc.array(floats, { minLength: 4, maxLength: 10 })),
   rows: fc.integer({ min: 1, max: 3 }).chain((k) => fc.array(fc.array(tie("value"), { minLength: k, maxLength: k }).map((r) => Tuple.fromItems(r)), { minLength: 4, maxLength: 6 })),
+  // Instances of one ATTRS class in a list (object rows, spec 5.17.9), fields often floats
+  // (float columns); decoded as placeholders.
+  objectRows: fc.integer({ min: 1, max: 3 }).chain((k) =>
+    fc.array(fc.array(fc.oneof(floats, tie("value")), { minLength: k, maxLength: k }), { minLength: 1, maxLength: 5 })
+      .map((rows) => rows.map((values) => new Placeholder("fuzz", "Row", "ATTRS", ROW_FIELDS[k], values)))),
   tuple: fc.array(tie("value"), { maxLength: 6 }).map((xs) => Tuple.fromItems(xs)),
   dict: fc.uniqueArray(fc.tuple(keys, tie("value")), { maxLength: 6, selector: (p) => keyId(p[0]) }).map((ps) => new Map(ps)),
   set: fc.uniqueArray(keys, { maxLength: 6, selector: keyId }).map((xs) => new Set(xs)),
@@ -57,6 +62,9 @@ export const { value: values } = fc.letrec((tie) => ({
       new Placeholder("builtins", q, "EXCEPTION", null, [Tuple.fromItems(args), null, null, null, suppress])),
   ),
 }));
+
+/** The fields of the fuzz's class of k fields: one array each, as a decoded shape has. */
+const ROW_FIELDS = [[], ["a"], ["a", "b"], ["a", "b", "c"]];
 
 function keyId(k: unknown): string {
   if (k instanceof Uint8Array) return `b${Array.from(k).join(",")}`;
