@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { decode, encode, readStream, DecodeError, Placeholder, Float } from "../src/index.js";
 import { loadVectors, hexBytes, toHex, asTheMachine } from "./notation.js";
-import { values } from "./arbitraries.js";
+import { valuesWithRows as values } from "./arbitraries.js";
 import { decodeUtf8 } from "../src/utf8.js";
 import { setDeepWalkFrom } from "../src/encode.js";
 
