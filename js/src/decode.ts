@@ -57,7 +57,7 @@ function isIndexKey(k: string): boolean {
 const hasOwn = Object.prototype.hasOwnProperty;
 
 const enum F {
-  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Records, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter, ObjectFromFirst,
+  List, Tuple, Dict, ObjectDict, DictRecord, PlainRecord, RecordValues, Set, FrozenSet, TupleList, Records, ObjectRows, Supersede, ExtCreateFirst, ExtBuildAfter, ObjectFirst, ObjectAfter, ObjectFromFirst,
 }
 
 class Frame {
@@ -82,6 +82,10 @@ class Frame {
   recordKeys: unknown[] | null = null;
   rowsAsObjects = false;
   rowMaker: ((v: unknown[]) => object) | null = null;
+  /** OBJECT_ROWS: 1 for each field that is a float column, 0 for a tagged one; null when
+   * there are no float columns. (`list`, `shape`, `arity` the fields, `rowIndex` the next
+   * field, `values` the row's values.) */
+  columns: Uint8Array | null = null;
   arity = 0;
   rowIndex = 0;
   /** Lists and tuples: the declared count (items go to index count - remaining). */
@@ -240,6 +244,7 @@ function releaseFrames(stack: Frame[]): void {
     f.list = null;
     f.recordKeys = null;
     f.rowMaker = null;
+    f.columns = null;
     f.shape = null;
     f.event = null;
     f.keys = null;
@@ -630,6 +635,11 @@ export type TraceInfo =
   | ["packed", number]
   | ["tuple_list", number, number]
   | ["records", number, number]
+  /** rows, shape number, whether the shape is defined here, the class, the float columns'
+   * field indexes. */
+  | ["object_rows", number, number, boolean, [string, string, ObjectKind, readonly string[] | null], number[]]
+  /** A float column's value (spec 5.17.9): 8 bytes without a tag; the field's name. */
+  | ["column", string]
   | ["ext", string, number | null]
   | ["object", number, boolean, [string, string, ObjectKind, readonly string[] | null]]
   | ["ref", number, number]
@@ -653,7 +663,7 @@ export const TAG_NAMES: Record<number, string> = {
   0x68: "STR", 0x69: "STR_SURROGATES", 0x6a: "BYTES", 0x6b: "BYTEARRAY", 0x6c: "INT", 0x6d: "BIGINT",
   0x6e: "FLOAT64", 0x6f: "FLOAT32", 0x70: "COMPLEX", 0x71: "LIST", 0x72: "TUPLE", 0x73: "DICT", 0x74: "SET",
   0x75: "FROZENSET", 0x76: "EXT", 0x77: "OBJECT", 0x78: "PACKED_INT_LIST", 0x79: "PACKED_FLOAT_LIST",
-  0x7b: "RECORDS", 0x7c: "TUPLE_LIST", 0x90: "NONE", 0x91: "FALSE", 0x92: "TRUE", 0x93: "REF", 0x94: "SUPERSEDE",
+  0x7b: "RECORDS", 0x7c: "TUPLE_LIST", 0x7d: "OBJECT_ROWS", 0x90: "NONE", 0x91: "FALSE", 0x92: "TRUE", 0x93: "REF", 0x94: "SUPERSEDE",
 };
 
 export function tagName(tag: number): string {
@@ -752,6 +762,9 @@ export class BodyDecoder {
   /** For tracing: the shape number of the last OBJECT, and whether it defined the shape. */
   private lastShapeNumber = 0;
   private lastShapeDefined = false;
+  /** For tracing: the shape and float columns of the last OBJECT_ROWS. */
+  private lastRowsShape: Shape | null = null;
+  private lastColumns: number[] = [];
 
   constructor(
     buf: Uint8Array, start: number, end: number, errorBase: number,
@@ -796,6 +809,8 @@ export class BodyDecoder {
     this.lastRef = 0;
     this.lastShapeNumber = 0;
     this.lastShapeDefined = false;
+    this.lastRowsShape = null;
+    this.lastColumns = [];
   }
 
   /** After a decode: the frames and fields let go of its input and values. */
@@ -897,6 +912,7 @@ export class BodyDecoder {
   private run(base: number): unknown {
     const stack = this.stack;
     const buf = this.buf;
+    let column = false;
     for (;;) {
       if (this.sp > base) {
         const top = stack[this.sp - 1];
@@ -931,9 +947,13 @@ export class BodyDecoder {
         } else if (top.type === F.Set || top.type === F.FrozenSet || top.type >= F.ObjectFirst || top.type === F.Records) {
           // Objects: where each value starts, for the value rules (spec 5.17.3).
           top.childAt = this.pos;
+        } else if (top.type === F.ObjectRows && top.columns !== null && top.columns[top.rowIndex] !== 0) {
+          // A float column's value has no tag: its 8 bytes are read here.
+          column = true;
         }
       }
-      let value = this.value();
+      let value = column ? this.columnValue(stack[this.sp - 1]) : this.value();
+      column = false;
       for (;;) {
         if (value === PENDING) {
           const top = stack[this.sp - 1];
@@ -1186,6 +1206,7 @@ export class BodyDecoder {
         f.remaining = 0;
         return this.finishFrame(f);
       }
+      case F.ObjectRows: return this.fastRows(f);
       case F.Set:
       case F.FrozenSet: {
         const set = f.container, n = f.count;
@@ -1604,6 +1625,16 @@ export class BodyDecoder {
         }
         return --f.remaining === 0;
       }
+      case F.ObjectRows: {
+        const values = f.values!;
+        values[f.rowIndex++] = v;
+        if (f.rowIndex === f.arity) {
+          f.list!.push(this.rowInstance(f.shape!, values));
+          f.rowIndex = 0;
+          if (f.remaining > 1 && this.rowKeepsValues(f.shape!)) f.values = newArray(f.arity);
+        }
+        return --f.remaining === 0;
+      }
       case F.TupleList: {
         const row = f.row!;
         row[f.rowIndex++] = v;
@@ -1695,6 +1726,11 @@ export class BodyDecoder {
         f.container = null;
         f.recordKeys = null;
         f.rowMaker = null;
+        return f.list;
+      case F.ObjectRows:
+        this.depth -= 2;
+        f.columns = null;
+        f.values = null;
         return f.list;
       case F.Tuple:
       case F.FrozenSet:
@@ -1885,6 +1921,7 @@ export class BodyDecoder {
       switch (f.type) {
         case F.TupleList: ev.info = ["tuple_list", f.remaining, f.arity]; break;
         case F.Records: ev.info = ["records", f.count, f.arity]; break;
+        case F.ObjectRows: ev.info = this.rowsInfo(f.count); break;
         case F.Supersede: ev.info = ["supersede"]; break;
         case F.ExtCreateFirst: case F.ExtBuildAfter: ev.info = ["ext", EXT_NAMES[f.code], null]; break;
         case F.ObjectFirst: case F.ObjectAfter: case F.ObjectFromFirst: case F.PlainRecord: case F.RecordValues: {
@@ -1907,6 +1944,8 @@ export class BodyDecoder {
       ev.info = ["packed", (v as unknown[]).length];
     } else if (code === 0x7c) {
       ev.info = ["tuple_list", 0, 0];
+    } else if (code === 0x7d) {
+      ev.info = this.rowsInfo(0);
     } else if (code === 0x76) {
       ev.info = ["ext", EXT_NAMES[this.buf[at + 1]], ev.end - ev.headEnd];
     } else if ((code >= 0x58 && code < 0x68) || (code >= 0x71 && code <= 0x75)) {
@@ -2036,6 +2075,8 @@ export class BodyDecoder {
         return this.openTupleList(at, trackOff);
       case 0x7b:
         return this.openRecords(at, trackOff);
+      case 0x7d:
+        return this.openObjectRows(at, trackOff);
       default:
         throw this.err("unknown_tag", at, `tag 0x${(code | (trackOff >= 0 ? 0x80 : 0)).toString(16)} is reserved`);
     }
@@ -2377,6 +2418,152 @@ export class BodyDecoder {
     return obj;
   }
 
+  /** An OBJECT_ROWS after its tag (spec 5.17.9): two nesting levels at the tag, the count,
+   * the shape as OBJECT's (defined here or referred to), which must be ATTRS with fields, the
+   * float columns, then the rows against the bytes left and the list, its instances and the
+   * columns' floats charged, all before the first row. The list is recorded before its rows;
+   * the frame reads them field by field (`remaining` counts all their values). */
+  private openObjectRows(at: number, trackOff: number): unknown {
+    this.enter(at, 2);
+    const rows = this.varint();
+    const shape = this.shapeReference(at);
+    const name = `${shape.module}.${shape.qualname}`;
+    if (shape.kind !== "ATTRS") throw this.err("bad_shape", at, `${name} is a ${shape.kind} shape; object rows hold ATTRS instances only`);
+    const k = shape.fields!.length;
+    if (k === 0) throw this.err("length_too_large", at, `${name} has no fields: its rows would take no bytes`);
+    const countAt = this.pos;
+    const c = this.varint();
+    if (typeof c !== "number" || c > k) throw this.err("bad_shape", countAt, `${c} float columns, but ${name} has ${k} fields`);
+    let columns: Uint8Array | null = null;
+    const indexes: number[] = [];
+    for (let i = 0, last = -1; i < c; i++) {
+      const indexAt = this.pos;
+      const j = this.varint();
+      if (typeof j !== "number" || j >= k) throw this.err("bad_shape", indexAt, `float column ${j}, but ${name} has ${k} fields`);
+      if (j <= last) throw this.err("bad_shape", indexAt, `float column ${j} after ${last}: the columns must be strictly increasing`);
+      (columns ??= new Uint8Array(k))[j] = 1;
+      if (this.tracer !== null) indexes.push(j);
+      last = j;
+    }
+    // Each row takes a byte at least per tagged field and 8 per float column.
+    const left = this.end - this.pos;
+    const least = k - c + 8 * c;
+    if (typeof rows !== "number" || rows > Math.floor(left / least)) {
+      throw this.err("length_too_large", at, `OBJECT_ROWS declares ${rows} rows of at least ${least} bytes but only ${left} bytes are left`);
+    }
+    this.charge(cost.objectRows(rows, k, c), at);
+    const list: unknown[] = [];
+    if (trackOff >= 0) this.record(trackOff, list);
+    if (this.tracer !== null) {
+      this.lastRowsShape = shape;
+      this.lastColumns = indexes;
+    }
+    if (rows === 0) {
+      this.depth -= 2;
+      return list;
+    }
+    const f = this.pushFrame(F.ObjectRows, at);
+    f.list = list;
+    f.shape = shape;
+    f.columns = columns;
+    f.count = rows;
+    f.arity = k;
+    f.rowIndex = 0;
+    f.remaining = rows * k;
+    if (this.rowKeepsValues(shape)) f.values = newArray(k);
+    else {
+      if (f.scratch === null || f.scratch.length < k) f.scratch = newArray(Math.max(k, 8));
+      f.values = f.scratch;
+    }
+    return PENDING;
+  }
+
+  /** Whether the instance of a row keeps the array of its values (a placeholder does): the
+   * next row then needs an array of its own. */
+  private rowKeepsValues(shape: Shape): boolean {
+    return shape.allowed === null && !this.plainRecords;
+  }
+
+  /** The instance of a row of an OBJECT_ROWS from its values, as an ATTRS OBJECT's: a
+   * placeholder (holding `values`), a plain record, or the allowed class's instance. Made
+   * once the row is complete: nothing can refer to a row, so no value can see it before. */
+  private rowInstance(shape: Shape, values: unknown[]): object {
+    const allowed = shape.allowed;
+    if (allowed !== null) {
+      const obj = Object.create(allowed.cls?.prototype ?? Object.prototype);
+      setAttrs(shape, obj, values);
+      return obj;
+    }
+    if (!this.plainRecords) return new Placeholder(shape.module, shape.qualname, "ATTRS", shape.fields, values);
+    const factory = shape.factory !== undefined ? shape.factory : recordFactory(shape);
+    if (factory !== null) return factory(values, shape.info);
+    // No factory (a field named __proto__, too many fields): field by field, as PlainRecord.
+    const record: Record<string | symbol, unknown> = {};
+    record[CLASS] = shape.info;
+    setAttrs(shape, record, values);
+    return record;
+  }
+
+  /** A float column's 8 bytes at `p`: the float they hold, as a FLOAT64's payload gives it. */
+  private columnFloat(p: number): unknown {
+    if (this.end - p < 8) throw this.err("truncated", p, "the input ends inside a float column's 8 bytes");
+    const x = this.dv().getFloat64(p, true);
+    this.pos = p + 8;
+    return Number.isInteger(x) ? new Float(x) : x !== x ? new Float(x, this.buf.slice(p, p + 8)) : x;
+  }
+
+  /** The machine's float column value of the row being read by `f`, traced as a value of its
+   * own (it has bytes, but no tag). */
+  private columnValue(f: Frame): unknown {
+    const at = this.pos;
+    if (this.tracer === null) return this.columnFloat(at);
+    const ev: TraceEvent = {
+      offset: at - this.delta, end: null, depth: this.depth, tag: -1, name: "column", headEnd: null, tracked: null,
+      info: ["column", f.shape!.fields![f.rowIndex]], value: undefined,
+    };
+    this.tracer.push(ev);
+    // Cut short: the listing shows the bytes there are.
+    if (this.end - at < 8) ev.headEnd = this.end - this.delta;
+    const v = this.columnFloat(at);
+    ev.end = ev.headEnd = this.pos - this.delta;
+    ev.value = v;
+    return v;
+  }
+
+  /** The fast path's rows of an OBJECT_ROWS (its frame opened): plain records without float
+   * columns by their shape's reader, every other row value by value. */
+  private fastRows(f: Frame): unknown {
+    const shape = f.shape!, list = f.list!, rows = f.count, k = f.arity, columns = f.columns;
+    if (columns === null && shape.allowed === null && this.plainRecords) {
+      const factory = shape.factory !== undefined ? shape.factory : recordFactory(shape);
+      if (factory !== null) {
+        const read = shape.read!, info = shape.info;
+        for (let r = 0; r < rows; r++) list.push(read(this, info));
+        f.remaining = 0;
+        return this.finishFrame(f);
+      }
+    }
+    const keeps = this.rowKeepsValues(shape);
+    let values = f.values!;
+    for (let r = 0; r < rows; r++) {
+      if (columns === null) {
+        for (let j = 0; j < k; j++) values[j] = this.fast();
+      } else {
+        for (let j = 0; j < k; j++) values[j] = columns[j] !== 0 ? this.columnFloat(this.pos) : this.fast();
+      }
+      list.push(this.rowInstance(shape, values));
+      if (keeps && r + 1 < rows) values = newArray(k);
+    }
+    f.remaining = 0;
+    return this.finishFrame(f);
+  }
+
+  /** The trace of the OBJECT_ROWS just opened, of `rows` rows. */
+  private rowsInfo(rows: number): TraceInfo {
+    const sh = this.lastRowsShape!;
+    return ["object_rows", rows, this.lastShapeNumber, this.lastShapeDefined, [sh.module, sh.qualname, sh.kind, sh.fields], this.lastColumns];
+  }
+
   private reference(at: number): unknown {
     // The target: one or two varint bytes read inline (nearly every REF), else the reader.
     const buf = this.buf, p = at + 1;
@@ -2494,19 +2681,24 @@ export class BodyDecoder {
     return s;
   }
 
-  private object(at: number, trackOff: number): unknown {
+  /** The shape reference of an OBJECT or OBJECT_ROWS (tag at `at`) and, when it is 0, the
+   * definition that follows (spec 5.17.2). */
+  private shapeReference(at: number): Shape {
     const s = this.varint();
-    let shape: Shape;
     if (s === 0) {
-      shape = this.shapeDefinition(at);
+      const shape = this.shapeDefinition(at);
       this.lastShapeNumber = this.shapes.length - 1;
       this.lastShapeDefined = true;
-    } else {
-      if (typeof s !== "number" || s - 1 >= this.shapes.length) throw this.err("bad_shape", at, `shape ${s} is not defined yet`);
-      shape = this.shapes[s - 1];
-      this.lastShapeNumber = s - 1;
-      this.lastShapeDefined = false;
+      return shape;
     }
+    if (typeof s !== "number" || s - 1 >= this.shapes.length) throw this.err("bad_shape", at, `shape ${s} is not defined yet`);
+    this.lastShapeNumber = s - 1;
+    this.lastShapeDefined = false;
+    return this.shapes[s - 1];
+  }
+
+  private object(at: number, trackOff: number): unknown {
+    const shape = this.shapeReference(at);
     this.enter(at);
     const k = valueCount(shape.kind, shape.fields);
     if (k > this.end - this.pos) throw this.err("length_too_large", at, `object needs ${k} values`);
@@ -2619,7 +2811,7 @@ export class BodyDecoder {
       case 0x6c: case 0x6d: return "int";
       case 0x6e: case 0x6f: return "float";
       case 0x70: return "complex";
-      case 0x71: case 0x78: case 0x79: case 0x7b: case 0x7c: return "list";
+      case 0x71: case 0x78: case 0x79: case 0x7b: case 0x7c: case 0x7d: return "list";
       case 0x72: return "tuple";
       case 0x73: return "dict";
       case 0x74: return "set";
@@ -2725,9 +2917,7 @@ export class BodyDecoder {
       return;
     }
     if (shape.kind === "ATTRS") {
-      shape.fields!.forEach((name, i) => {
-        if (shape.allowed!.fields === undefined || shape.allowed!.fields.includes(name)) obj[name] = values[i];
-      });
+      setAttrs(shape, obj, values);
       return;
     }
     if (shape.kind !== "STATE") {
@@ -2807,6 +2997,19 @@ export function decodeBody(buf: Uint8Array, start: number, end: number, errorBas
   } finally {
     d.release();
     spareDecoder = d;
+  }
+}
+
+/** Gives an ATTRS instance its values as attributes named by the shape's fields: those the
+ * allowed class declares (all when it declares none, or for a placeholder's plain record).
+ * A field named __proto__ becomes an own property, never the prototype. */
+function setAttrs(shape: Shape, obj: Record<string, unknown>, values: unknown[]): void {
+  const fields = shape.fields!, declared = shape.allowed?.fields;
+  for (let i = 0; i < fields.length; i++) {
+    const name = fields[i];
+    if (declared !== undefined && !declared.includes(name)) continue;
+    if (name === "__proto__") Object.defineProperty(obj, name, { value: values[i], enumerable: true, writable: true, configurable: true });
+    else obj[name] = values[i];
   }
 }
 

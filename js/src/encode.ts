@@ -74,7 +74,7 @@ function countHolders(root: unknown, enc: Encoder): Set<object> {
     if (walked.size !== size) {
       if (!(v instanceof Float)) stack.push(v);
     } else {
-      // Met again: shared. (Only tuples, floats and dicts are ever asked about.)
+      // Met again: shared. (Only tuples, floats, dicts and instances are ever asked about.)
       twice.add(v);
     }
   };
@@ -125,6 +125,42 @@ function dictKeys(v: unknown): string[] | null {
 /** The value of key `k` of a row that `dictKeys` accepted. */
 function recordValue(row: object, k: string): unknown {
   return row instanceof Map ? row.get(k) : (row as Record<string, unknown>)[k];
+}
+
+/** An instance written as an ATTRS OBJECT: its class's names, its fields and their values. */
+interface AttrsInstance {
+  module: string;
+  qualname: string;
+  fields: readonly string[];
+  values: readonly unknown[];
+}
+
+/** A list written as object rows (spec 5.17.9): the shape, each row's values (read once,
+ * when the list was found to fit: code run while writing cannot make a row misfit) and the
+ * float columns' field indexes, increasing. */
+interface RowsPlan {
+  instances: readonly unknown[];
+  module: string;
+  qualname: string;
+  fields: readonly string[];
+  rows: (readonly unknown[])[];
+  columns: number[];
+}
+
+/** Whether `common` writes `v` as something else than an instance of its class, whatever
+ * types says: the kinds it tests before the allowed classes. */
+function writtenAsBuiltin(v: object): boolean {
+  return Array.isArray(v) || v instanceof Map || v instanceof Set || ArrayBuffer.isView(v) || v instanceof Float ||
+    v instanceof Complex || v instanceof ExtBlobValue || v instanceof Placeholder || v instanceof Deque ||
+    v instanceof Fraction || v instanceof Range || v instanceof Slice || v instanceof Date || v instanceof FreshList ||
+    v instanceof PySingleton;
+}
+
+function sameFields(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 class Encoder {
@@ -678,6 +714,8 @@ class Encoder {
       if (n >= 4 && (this.packedInts(v) || this.packedFloats(v) || this.tupleList(v))) return;
       const keys = this.recordsKeys(v);
       if (keys !== null) return this.records(v, keys);
+      const rows = this.rowsPlan(v);
+      if (rows !== null) return this.objectRows(rows);
     }
     this.enter();
     if (n <= 3) this.byte(0x58 + n);
@@ -810,6 +848,130 @@ class Encoder {
       }
     }
     return keys;
+  }
+
+  /** The names, fields and values of an instance that `common` writes as an ATTRS OBJECT (a
+   * placeholder of ATTRS, a plain record with its CLASS, an instance of an ATTRS class of
+   * types), or null. */
+  private attrsOf(v: unknown): AttrsInstance | null {
+    if (typeof v !== "object" || v === null) return null;
+    const proto = Object.getPrototypeOf(v);
+    if (proto === Object.prototype || proto === null) {
+      const info = (v as Record<symbol, ClassInfo | undefined>)[CLASS];
+      if (info === undefined) return null;
+      const rec = v as Record<string, unknown>;
+      const fields = info.fields ?? [];
+      return { module: info.module, qualname: info.qualname, fields, values: fields.map((f) => rec[f]) };
+    }
+    if (v instanceof Placeholder) {
+      if (v.kind !== "ATTRS" || v.fields === null || v.values.length !== v.fields.length) return null;
+      return { module: v.module, qualname: v.qualname, fields: v.fields, values: v.values };
+    }
+    const allowed = this.typesByProto?.get(proto);
+    if (allowed === undefined || allowed.kind !== "ATTRS" || writtenAsBuiltin(v)) return null;
+    const [module, qualname] = splitName(allowed.name);
+    const rec = v as Record<string, unknown>;
+    const fields = Object.keys(rec);
+    return { module, qualname, fields, values: fields.map((f) => rec[f]) };
+  }
+
+  /** How a list is written as object rows (spec 5.17.9), or null: not in canonical mode; at
+   * least 2 items (the caller checked), each an instance written as an ATTRS OBJECT of one
+   * shape (the same names and fields, at least one), none shared. Field j is a float column
+   * when the first row's value is a float written as FLOAT64 and every row's is a float, none
+   * shared (a JS number has no identity; a Float may be held elsewhere too). */
+  private rowsPlan(v: unknown[]): RowsPlan | null {
+    if (this.canonical) return null;
+    const first = this.attrsOf(v[0]);
+    if (first === null || first.fields.length === 0) return null;
+    const { module, qualname, fields } = first;
+    const rows: (readonly unknown[])[] = [first.values];
+    for (let i = 1; i < v.length; i++) {
+      const other = this.attrsOf(v[i]);
+      if (other === null || other.module !== module || other.qualname !== qualname || !sameFields(other.fields, fields)) return null;
+      rows.push(other.values);
+    }
+    const memo = this.memo;
+    if (memo !== null) {
+      for (let i = 0; i < v.length; i++) {
+        if (memo.has(v[i] as object) || this.shared(v[i])) return null;
+      }
+    }
+    const columns: number[] = [];
+    for (let j = 0; j < fields.length; j++) {
+      const x = rows[0][j];
+      if (!isFloatValue(x) || fitsFloat32(floatOf(x as number | Float))) continue;
+      let column = true;
+      for (let i = 0; column && i < rows.length; i++) {
+        const y = rows[i][j];
+        column = isFloatValue(y) && !(y instanceof Float && memo !== null && (memo.has(y) || this.shared(y)));
+      }
+      if (column) columns.push(j);
+    }
+    return { instances: v, module, qualname, fields, rows, columns };
+  }
+
+  /** The head of a list written as object rows: the tag, the count, the shape (defined at its
+   * first use, as for an OBJECT) and the float columns; the rows' level is entered. */
+  private rowsHead(plan: RowsPlan): void {
+    this.enter(2);
+    this.byte(0x7d);
+    this.varint(plan.rows.length);
+    this.shapeRef(plan.module, plan.qualname, "ATTRS", plan.fields);
+    this.varint(plan.columns.length);
+    for (const j of plan.columns) this.varint(j);
+  }
+
+  /** Row i's values, checked as they are written (a placeholder's values array may have been
+   * changed by code the encoder ran since the list was found to fit); without refs, its
+   * instance is being written, for the cycle check. */
+  private rowBegin(plan: RowsPlan, i: number): readonly unknown[] {
+    const values = plan.rows[i];
+    if (values.length !== plan.fields.length) this.fail("an instance's values changed while its list was written as object rows");
+    if (this.active !== null) {
+      const row = plan.instances[i] as object;
+      if (this.active.has(row)) this.fail("cycle detected");
+      this.active.add(row);
+    }
+    return values;
+  }
+
+  private rowEnd(plan: RowsPlan, i: number): void {
+    if (this.active !== null) this.active.delete(plan.instances[i] as object);
+  }
+
+  /** A float column's value, as its 8 bytes. */
+  private columnFloat(x: unknown): void {
+    if (!isFloatValue(x)) this.fail("a float column's value changed while its list was written as object rows");
+    this.ensure(8);
+    if (x instanceof Float && x.nanBits !== null) this.out.set(x.nanBits, this.pos);
+    else {
+      f64[0] = floatOf(x as number | Float);
+      this.out.set(f64bytes, this.pos);
+    }
+    this.pos += 8;
+  }
+
+  /** Writes a list as object rows (spec 5.17.9): the instances are never memoized (none is
+   * shared), their values are met in order, row after row. */
+  private objectRows(plan: RowsPlan): void {
+    this.rowsHead(plan);
+    const path = this.path, k = plan.fields.length, columns = plan.columns;
+    const isColumn = new Uint8Array(k);
+    for (const j of columns) isColumn[j] = 1;
+    for (let i = 0; i < plan.rows.length; i++) {
+      path.push(i);
+      const values = this.rowBegin(plan, i);
+      for (let j = 0; j < k; j++) {
+        path.push(j);
+        if (isColumn[j] !== 0) this.columnFloat(values[j]);
+        else this.value(values[j]);
+        path.pop();
+      }
+      this.rowEnd(plan, i);
+      path.pop();
+    }
+    this.depth -= 2;
   }
 
   /** Whether a list is written as rows (spec 5.10.1): tuples of one length, none shared. */
@@ -970,13 +1132,19 @@ class Encoder {
     this.depth--;
   }
 
-  /** The OBJECT tag and its shape: a definition at the shape's first use, then its number. */
+  /** The OBJECT tag and its shape. */
   private objectHead(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null): void {
+    this.byte(0x77);
+    this.shapeRef(module, qualname, kind, fields);
+  }
+
+  /** The shape reference of an OBJECT or OBJECT_ROWS: a definition at the shape's first use,
+   * then its number. */
+  private shapeRef(module: string, qualname: string, kind: ObjectKind, fields: readonly string[] | null): void {
     const recent = this.recentShapes;
     for (let i = 0; i < recent.length; i++) {
       const r = recent[i];
       if (r.fields === fields && r.module === module && r.qualname === qualname && r.kind === kind) {
-        this.byte(0x77);
         this.varint(r.n + 1);
         return;
       }
@@ -987,7 +1155,6 @@ class Encoder {
     const shape = shapes.get(key);
     if (recent.length === 8) recent.pop();
     recent.unshift({ module, qualname, kind, fields, n: shape ?? shapes.size });
-    this.byte(0x77);
     if (shape !== undefined) this.varint(shape + 1);
     else {
       shapes.set(key, shapes.size);
@@ -1209,6 +1376,27 @@ class Encoder {
           path.pop();
         }
         if (this.active !== null) this.active.delete(row);
+        path.pop();
+      }
+      this.depth -= 2;
+      return;
+    }
+    const plan = n >= 2 && v.constructor === Array ? this.rowsPlan(v) : null;
+    if (plan !== null) {
+      this.rowsHead(plan);
+      const path = this.path, k = plan.fields.length;
+      const isColumn = new Uint8Array(k);
+      for (const j of plan.columns) isColumn[j] = 1;
+      for (let i = 0; i < n; i++) {
+        path.push(i);
+        const values = this.rowBegin(plan, i);
+        for (let j = 0; j < k; j++) {
+          path.push(j);
+          if (isColumn[j] !== 0) this.columnFloat(values[j]);
+          else yield values[j];
+          path.pop();
+        }
+        this.rowEnd(plan, i);
         path.pop();
       }
       this.depth -= 2;

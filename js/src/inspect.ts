@@ -13,8 +13,10 @@ export const TYPE_OF_TAG: Record<string, string> = {
   SMALL_INT: "int", SMALL_NEG: "int", INT: "int", BIGINT: "int", NONE: "None", FALSE: "bool", TRUE: "bool",
   FLOAT32: "float", FLOAT64: "float", COMPLEX: "complex", SHORT_STR: "str", STR: "str", STR_SURROGATES: "str",
   BYTES: "bytes", BYTEARRAY: "bytearray", SHORT_LIST: "list", LIST: "list", PACKED_INT_LIST: "list",
-  PACKED_FLOAT_LIST: "list", TUPLE_LIST: "list", SHORT_TUPLE: "tuple", TUPLE: "tuple", SHORT_DICT: "dict",
+  PACKED_FLOAT_LIST: "list", TUPLE_LIST: "list", RECORDS: "list", OBJECT_ROWS: "list", SHORT_TUPLE: "tuple", TUPLE: "tuple", SHORT_DICT: "dict",
   DICT: "dict", SET: "set", FROZENSET: "frozenset", EXT: "ext", OBJECT: "object", REF: "ref", SUPERSEDE: "supersede",
+  // A float column's value in an OBJECT_ROWS: a float without a tag.
+  column: "float",
 };
 const HEADER_LEN = 3;
 const HEX_BYTES = 8;
@@ -135,6 +137,16 @@ export function summary(event: TraceEvent, base = 0): string {
     case "records":
       text = `list of ${count(info[1], "dict")} of ${count(info[2], "key")}, as records`;
       break;
+    case "object_rows": {
+      const [, rows, number, defines, [module, qualname, , fields], columns] = info;
+      text = `list of ${count(rows, "instance")} of ${module}:${qualname}, as object rows, shape ${number}`;
+      if (defines) text += ` (defined here: ${fields!.join(", ")})`;
+      if (columns.length) text += `; float ${columns.length === 1 ? "column" : "columns"}: ${columns.map((j) => fields![j]).join(", ")}`;
+      break;
+    }
+    case "column":
+      text = complete ? `${valueText(event.value)} (float column ${info[1]}: 8 bytes, no tag)` : "(incomplete)";
+      break;
     case "ext":
       text = info[2] === null ? info[1] : `${info[1]}, ${count(info[2], "byte")}`;
       if (info[2] !== null && complete) text += `: ${valueText(event.value)}`;
@@ -188,10 +200,10 @@ export function inspectLines(data: Uint8Array, result: Trace, options: { showHex
     const flags = data[2] & 0xf0;
     out.push(line(0, data.subarray(0, HEADER_LEN), 0, "HEADER", `version ${data[2] & 0x0f}${flags ? `, flags 0x${flags.toString(16).padStart(2, "0")}` : ""}`));
   }
-  // [depth, arity, values met, keys] of each TUPLE_LIST or RECORDS whose rows are listed,
-  // innermost last (keys: the values before the rows, a RECORDS' keys). The rows have no
-  // tags: a line marks where each begins, at its first value.
-  const tupleLists: [number, number, number, number][] = [];
+  // [depth, arity, values met, keys, row] of each TUPLE_LIST, RECORDS or OBJECT_ROWS whose
+  // rows are listed, innermost last (keys: the values before the rows, a RECORDS' keys; row:
+  // what a row is). The rows have no tags: a line marks where each begins, at its first value.
+  const tupleLists: [number, number, number, number, string][] = [];
   // [depth, roles, values met] of each OBJECT whose values are named, innermost last.
   const objects: [number, readonly string[], number][] = [];
   const limit = options.maxLines ?? Infinity;
@@ -213,18 +225,21 @@ export function inspectLines(data: Uint8Array, result: Trace, options: { showHex
     while (tupleLists.length && tupleLists[tupleLists.length - 1][0] >= event.depth) tupleLists.pop();
     if (tupleLists.length && event.depth === tupleLists[tupleLists.length - 1][0] + 2) {
       const top = tupleLists[tupleLists.length - 1];
-      const [depth, arity, met, keys] = top;
+      const [depth, arity, met, keys, row] = top;
       const none = new Uint8Array(0);
       if (keys && met === 0) out.push(line(event.offset, none, depth + 1, "keys of each row", count(keys, "key")));
       else if (met >= keys && (met - keys) % arity === 0) {
-        const what = keys ? `dict of ${count(arity, "pair")}` : `tuple of ${count(arity, "item")}`;
-        out.push(line(event.offset, none, depth + 1, `row ${Math.floor((met - keys) / arity)}`, what));
+        out.push(line(event.offset, none, depth + 1, `row ${Math.floor((met - keys) / arity)}`, row));
       }
       top[2]++;
     }
     const info = event.info;
-    if (info !== null && info[0] === "tuple_list" && info[1]) tupleLists.push([event.depth, info[2], 0, 0]);
-    if (info !== null && info[0] === "records") tupleLists.push([event.depth, info[2], 0, info[2]]);
+    if (info !== null && info[0] === "tuple_list" && info[1]) tupleLists.push([event.depth, info[2], 0, 0, `tuple of ${count(info[2], "item")}`]);
+    if (info !== null && info[0] === "records") tupleLists.push([event.depth, info[2], 0, info[2], `dict of ${count(info[2], "pair")}`]);
+    if (info !== null && info[0] === "object_rows" && info[1]) {
+      const [, , , , [module, qualname, , fields]] = info;
+      tupleLists.push([event.depth, fields!.length, 0, 0, `${module}:${qualname} of ${count(fields!.length, "field")}`]);
+    }
     let headEnd = event.headEnd;
     if (headEnd === null) {
       const stop = error !== null ? error.offset : event.offset;
@@ -258,7 +273,7 @@ export interface Stats {
 function levelsOpened(info: TraceInfo | null): number {
   if (info === null) return 0;
   switch (info[0]) {
-    case "tuple_list": case "records": return 2;
+    case "tuple_list": case "records": case "object_rows": return 2;
     case "container": case "packed": case "object": case "supersede": return 1;
     case "ext": return info[2] === null ? 1 : 0;
     default: return 0;
@@ -304,6 +319,10 @@ export function stats(size: number, events: TraceEvent[]): Stats {
     else if (info[0] === "object") {
       add(result.objects, `${info[3][0]}:${info[3][1]}`, own[i], total);
       if (info[2]) result.shapes++;
+    } else if (info[0] === "object_rows") {
+      // A list value, whose rows are not objects of their own (as a RECORDS' are not dicts);
+      // a shape it defines counts.
+      if (info[3]) result.shapes++;
     } else if (info[0] === "ref") {
       result.refs++;
       result.refBytes += own[i];

@@ -23,6 +23,8 @@ export const cost = {
   tuple: (n: number) => 56 + 8 * n,
   tupleList: (rows: number, arity: number) => (rows === 0 ? 72 : 72 + 8 * rows + rows * (56 + 8 * arity)),
   records: (rows: number, width: number) => 72 + 8 * rows + rows * (240 + 48 * width),
+  /** What the LIST of the same OBJECTs costs, with the floats of the columns (spec 8.3). */
+  objectRows: (rows: number, width: number, columns: number) => 72 + 8 * rows + rows * (160 + 56 * width + 32 * columns),
   dict: (n: number) => 240 + 48 * n,
   set: (n: number) => 232 + 48 * n,
   extBlob: (n: number) => 96 + 4 * n,

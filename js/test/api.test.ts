@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import {
   decode, decodeAsync, encode, encodeAsync, Tuple, FrozenSet, ByteArray, Float, Complex, Decimal, AmberDateTime,
   DecodeError, DecodeLimitError, trace, SignatureError, ClassNotAllowedError, EncodeError, Placeholder, StreamReader,
-  StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate,
+  StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate, CLASS, inspectLines,
+  stats, statsLines, type AllowedClass,
 } from "../src/index.js";
 import { hexBytes, toHex, asTheMachine } from "./notation.js";
 import fc from "fast-check";
@@ -120,6 +121,204 @@ test("records: lists of dicts with the same keys are written once, as plain obje
   assert.equal(encode([shared, shared], { refs: false })[3], 0x7b);
   // An undefined value is refused with its place.
   assert.throws(() => encode([{ a: 1, b: 2 }, { a: 3, b: undefined }]), (e: unknown) => e instanceof EncodeError && /undefined/.test(String(e)));
+});
+
+// OBJECT_ROWS (spec 5.17.9): the Point of the spec's examples, as a placeholder.
+const POINT = ["_vector_classes", "Point"] as const;
+const point = (...values: unknown[]) => new Placeholder(...POINT, "ATTRS", ["x", "y"], values);
+/** The float columns an OBJECT_ROWS payload of one Point shape defined at its start names. */
+const pointColumns = (b: Uint8Array): number[] => {
+  assert.equal(b[3] & 0x7f, 0x7d);
+  const at = 3 + 2 + 1 + 16 + 6 + 1 + 5; // tag, count, shape 0, module, qualname, kind, 2 fields
+  return Array.from(b.subarray(at + 1, at + 1 + b[at]));
+};
+
+test("object rows: a list of placeholders of one ATTRS shape, float columns as raw binary64", () => {
+  const spec = encode([point(1, 2), point(3, 4)]);
+  assert.equal(toHex(spec), "ab41017d02000f5f766563746f725f636c617373657305506f696e740002017801790001020304");
+  // x: FLOAT64 floats (a later integral Float, -0.0, a NaN with its payload and an infinity
+  // are column values too); y: a first value FLOAT32 holds keeps its column tagged.
+  const nan = new Float(NaN, Uint8Array.from([1, 0, 0, 0, 0, 0, 0xf8, 0x7f]));
+  const rows = [point(0.1, 1.5), point(new Float(2), 0.2), point(-0, "y"), point(nan, null), point(-Infinity, [1])];
+  const bytes = encode(rows);
+  assert.deepEqual(pointColumns(bytes), [0]);
+  const back = decode(bytes, { placeholders: true }) as Placeholder[];
+  assert.ok(Array.isArray(back) && back.length === rows.length && back.every((p) => p instanceof Placeholder));
+  assert.notEqual(back[0], back[1]);
+  assert.equal(back[0].values[0], 0.1);
+  assert.ok(back[1].values[0] instanceof Float && (back[1].values[0] as Float).value === 2);
+  assert.ok(Object.is((back[2].values[0] as Float).value, -0));
+  assert.deepEqual((back[3].values[0] as Float).nanBits, nan.nanBits);
+  assert.deepEqual(back[4].values[1], [1]);
+  assert.deepEqual(back[0].state, { x: 0.1, y: 1.5 });
+  assert.equal(toHex(encode(back)), toHex(bytes));
+  // One instance, instances of two classes or of no fields, canonical mode: a LIST.
+  assert.equal(encode([point(0.1, 2)])[3], 0x59);
+  assert.equal(encode([point(1, 2), new Placeholder(POINT[0], "Other", "ATTRS", ["x", "y"], [1, 2])])[3], 0x5a);
+  assert.equal(encode([point(1, 2), new Placeholder(...POINT, "ATTRS", ["y", "x"], [1, 2])])[3], 0x5a);
+  const empty = () => new Placeholder(POINT[0], "Empty", "ATTRS", [], []);
+  assert.equal(encode([empty(), empty()])[3], 0x5a);
+  assert.equal(encode(rows, { canonical: true })[3], 0x71);
+  // A list of rows inside a MUTABLE_SUBCLASS is a list to its value rules (spec 5.17.3).
+  const items = new Placeholder(POINT[0], "Items", "MUTABLE_SUBCLASS", null, [[point(1, 2), point(3, 4)], null]);
+  const wrapped = decode(encode(items), { placeholders: true }) as Placeholder;
+  assert.equal(toHex(encode(wrapped)), toHex(encode(items)));
+  // A value that is undefined is refused with its place.
+  assert.throws(() => encode([point(1, 2), point(3, undefined)]), (e: unknown) => e instanceof EncodeError && e.path === "root[1][1]");
+});
+
+test("object rows: instances of allowed classes, with their declared fields", () => {
+  class Point { x: unknown; y: unknown; constructor(x: unknown, y: unknown) { this.x = x; this.y = y; } }
+  const types: AllowedClass[] = [{ name: POINT.join(":"), kind: "ATTRS", cls: Point, fields: ["x", "y"] }];
+  const rows = [new Point(0.25, "a"), new Point(0.5, "b"), new Point(0.1, "c")];
+  const bytes = encode(rows, { types });
+  // The same bytes as the placeholders of those instances; x's first value is FLOAT32.
+  assert.equal(toHex(bytes), toHex(encode(rows.map((p) => point(p.x, p.y)))));
+  assert.deepEqual(pointColumns(bytes), []);
+  const back = decode(bytes, { types }) as Point[];
+  assert.ok(back.every((p) => p instanceof Point));
+  assert.deepEqual(back.map((p) => [p.x, p.y]), rows.map((p) => [p.x, p.y]));
+  assert.equal(toHex(encode(back, { types })), toHex(bytes));
+  const columns = encode([new Point(0.1, 1), new Point(0.2, 2)], { types });
+  assert.deepEqual(pointColumns(columns), [0]);
+  assert.deepEqual((decode(columns, { types }) as Point[]).map((p) => p.x), [0.1, 0.2]);
+  // Schema evolution as for an ATTRS OBJECT, reported at the OBJECT_ROWS tag: a field the
+  // class lacks is dropped (or refused), one it needs and the payload lacks is missing.
+  const fewer = decode(bytes, { types: [{ ...types[0], fields: ["x"] }] }) as Point[];
+  assert.deepEqual(fewer.map((p) => Object.keys(p)), [["x"], ["x"], ["x"]]);
+  const refused = (options: object, kind: string) => {
+    const e = asTheMachine(bytes, options);
+    assert.ok(e instanceof DecodeError && e.kind === kind && e.offset === 3, `${kind}: ${e}`);
+  };
+  refused({ types: [{ ...types[0], fields: ["x"] }], unknownFields: "error" }, "unknown_field");
+  refused({ types: [{ ...types[0], fields: ["x", "y", "z"] }] }, "missing_field");
+  refused({ types: [{ ...types[0], kind: "STATE" }] }, "bad_shape");
+  assert.throws(() => decode(bytes), (e: unknown) => e instanceof ClassNotAllowedError && e.offset === 3);
+});
+
+test("object rows: plain records (placeholders: \"plain\") are written back as they came", () => {
+  const rows = [point(0.1, "a"), point(0.2, [1, 2]), point(0.3, new Map([["k", point(0.4, null)]]))];
+  const bytes = encode(rows);
+  assert.deepEqual(pointColumns(bytes), [0]);
+  for (const dicts of ["map", "object"] as const) {
+    const back = decode(bytes, { placeholders: "plain", dicts }) as Record<string | symbol, unknown>[];
+    assert.deepEqual(back.map((r) => Object.keys(r)), [["x", "y"], ["x", "y"], ["x", "y"]]);
+    assert.deepEqual(back[0][CLASS], { module: POINT[0], qualname: POINT[1], kind: "ATTRS", fields: ["x", "y"] });
+    assert.equal(back[0].x, 0.1);
+    assert.equal(toHex(encode(back)), toHex(bytes));
+  }
+  // A field no literal can take (__proto__): an own property, never the prototype.
+  const odd = () => new Placeholder(POINT[0], "Odd", "ATTRS", ["__proto__", "z"], [{ polluted: true }, 0.5]);
+  const oddBytes = encode([odd(), odd()]);
+  const back = decode(oddBytes, { placeholders: "plain" }) as Record<string, unknown>[];
+  assert.equal(Object.getPrototypeOf(back[0]), Object.prototype);
+  assert.ok(Object.prototype.hasOwnProperty.call(back[0], "__proto__"));
+  assert.equal(toHex(encode(back)), toHex(oddBytes));
+});
+
+test("object rows: a shared instance keeps the list a LIST; a shared or later non-float keeps a column tagged", () => {
+  const p = point(1, 2);
+  assert.equal(encode([p, point(3, 4), p])[3], 0x5b);
+  // Without refs nothing is shared: each occurrence is a row of its own.
+  const copies = encode([p, point(3, 4), p], { refs: false });
+  assert.equal(copies[3], 0x7d);
+  const back = decode(copies, { placeholders: true }) as Placeholder[];
+  assert.notEqual(back[0], back[2]);
+  // A cycle through a row's instance, without refs, is refused with its place.
+  const loop = point(1, 2);
+  loop.values[1] = [loop];
+  assert.throws(() => encode([point(1, 2), loop], { refs: false }), (e: unknown) => e instanceof EncodeError && e.path === "root[1][1][0]");
+  // An instance held elsewhere in the graph too.
+  assert.equal(encode(Tuple.fromItems([[p, point(3, 4)], p]))[4], 0x5a);
+  // A later value that is not a float, or not one at all, keeps its column tagged.
+  assert.deepEqual(pointColumns(encode([point(0.1, 1), point(2, 1)])), []);
+  assert.deepEqual(pointColumns(encode([point(0.1, 1), point("0.2", 1)])), []);
+  assert.deepEqual(pointColumns(encode([point(0.1, 0.3), point(0.2, 0.4)])), [0, 1]);
+  // A Float object (a NaN here, FLOAT64) that two rows hold is written once, then as REF.
+  const nan = new Float(NaN);
+  const shared = encode([point(nan, 1), point(nan, 2)]);
+  assert.deepEqual(pointColumns(shared), []);
+  const twice = decode(shared, { placeholders: true }) as Placeholder[];
+  assert.equal(twice[0].values[0], twice[1].values[0]);
+  // A row's value may be the list itself (recorded before its rows).
+  const list: unknown[] = [point(0.1, 1), point(0.2, 2)];
+  (list[1] as Placeholder).values[1] = list;
+  const cyclic = decode(encode(list), { placeholders: true }) as Placeholder[];
+  assert.equal(cyclic[1].values[1], cyclic);
+});
+
+test("object rows: the fast path and the stack machine agree, in every mode, at any depth and cut", () => {
+  class Point { x: unknown; y: unknown; }
+  const modes = [
+    { placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const },
+    { types: [{ name: POINT.join(":"), kind: "ATTRS" as const, cls: Point, fields: ["x", "y"] }] },
+  ];
+  const agree = (payload: Uint8Array) => {
+    for (const options of modes) asTheMachine(payload, options);
+  };
+  const nan = new Float(NaN, Uint8Array.from([1, 0, 0, 0, 0, 0, 0xf8, 0x7f]));
+  const rows = [point(0.1, "a"), point(new Float(2), [point(1, 2), point(3, 4)]), point(nan, null), point(-0.5, new Map([[1, 2]]))];
+  const payload = encode(rows);
+  agree(payload);
+  // Without float columns, plain records are read by their shape's generated reader.
+  agree(encode([point(1, "a"), point(2, [point(3, 4), point(5, 6)]), point(-1, 0.1)]));
+  // Rows nested in rows deeper than the fast path goes (128 levels), columns included.
+  let deep: unknown = [point(0.1, 1), point(0.2, 2)];
+  for (let i = 0; i < 100; i++) deep = [point(0.1, deep), point(0.2, null)];
+  agree(encode(deep));
+  // Tracked (a REF to the list from its rows) and every cut of the payload: the same value,
+  // or the same error at the same offset.
+  const list: unknown[] = [point(0.1, 1), point(0.2, 2)];
+  (list[0] as Placeholder).values[1] = list;
+  agree(encode(list));
+  for (let cut = 4; cut < payload.length; cut++) agree(payload.subarray(0, cut));
+  // Every allocation budget that runs out inside the rows.
+  const objects = modes[1];
+  let spent = 0;
+  for (let hi = 1 << 20; spent < hi;) {
+    const mid = (spent + hi) >> 1;
+    if (asTheMachine(payload, { ...objects, maxAlloc: mid }) === null) hi = mid;
+    else spent = mid + 1;
+  }
+  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 2000; maxAlloc -= 5) {
+    assert.equal(asTheMachine(payload, { ...objects, maxAlloc })?.kind, "alloc_limit");
+  }
+});
+
+test("object rows: inspect lists the rows, and each float column value with its field", () => {
+  const bytes = encode([point(0.1, "a"), point(0.2, "b")]);
+  assert.equal(toHex(bytes), "ab41017d02000f5f766563746f725f636c617373657305506f696e7400020178017901009a9999999999b93f41619a9999999999c93f4162");
+  const t = trace(bytes);
+  assert.deepEqual(inspectLines(bytes, t), [
+    "     0  ab 41 01                  HEADER  version 1",
+    "     3  7d 02 00 0f 5f 76 65 63 ..OBJECT_ROWS  list of 2 instances of _vector_classes:Point, as object rows, shape 0 (defined here: x, y); float column: x",
+    "    36                              row 0  _vector_classes:Point of 2 fields",
+    "    36  9a 99 99 99 99 99 b9 3f       column  0.1 (float column x: 8 bytes, no tag)",
+    "    44  41                            SHORT_STR  'a'",
+    "    46                              row 1  _vector_classes:Point of 2 fields",
+    "    46  9a 99 99 99 99 99 c9 3f       column  0.2 (float column x: 8 bytes, no tag)",
+    "    54  41                            SHORT_STR  'b'",
+    "end: 56 bytes, 5 values",
+  ]);
+  // The rows' values tile the body after the list's head: the columns are values too.
+  const [list, ...values] = t.events;
+  assert.equal(values[0].offset, list.headEnd);
+  for (let i = 1; i < values.length; i++) assert.equal(values[i].offset, values[i - 1].end);
+  assert.equal(values.at(-1)!.end, list.end);
+  const s = stats(bytes.length, t.events);
+  assert.deepEqual([s.maxDepth, s.shapes, s.types.get("float")?.count, s.types.get("float")?.bytes, s.types.get("list")?.bytes], [2, 1, 2, 16, 33]);
+  assert.ok(statsLines(s).some((l) => /^float +2 +16 /.test(l)));
+  // A later OBJECT_ROWS of the shape refers to it; a cut column is where the listing stops.
+  const again = encode(Tuple.fromItems([[point(0.1, 1), point(0.2, 2)], [point(0.3, 3), point(0.4, 4)]]));
+  assert.match(inspectLines(again, trace(again)).join("\n"), /OBJECT_ROWS {2}list of 2 instances of _vector_classes:Point, as object rows, shape 0; float column: x/);
+  const longer = encode([point(0.1, "a".repeat(10)), point(0.2, "b")]);
+  const cut = longer.subarray(0, 59);
+  const lines = inspectLines(cut, trace(cut));
+  assert.deepEqual(lines.slice(-3), [
+    "    55                              row 1  _vector_classes:Point of 2 fields",
+    "    55  9a 99 99 99                   column  (incomplete)",
+    "error: the input ends inside a float column's 8 bytes (at byte 55, truncated)",
+  ]);
 });
 
 test("refs: false refuses cycles and names the path", () => {

@@ -34,11 +34,22 @@ const { hashable } = fc.letrec((tie) => ({
  * Numbers are kept to ints and strings, since Python's 1 == 1.0 == True would merge keys. */
 const keys = fc.oneof(ints, texts, fc.uint8Array({ maxLength: 8 }));
 
-export const { value: values } = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, atoms, tie("list"), tie("tuple"), tie("dict"), tie("set"), tie("frozenset"), tie("numbers"), tie("rows"), tie("newForms")),
+/** The fields of the fuzz's class of k fields: one array each, as a decoded shape has. */
+const ROW_FIELDS = [[], ["a"], ["a", "b"], ["a", "b", "c"]];
+
+/** Values of every kind; with `objectRows`, lists of instances of a class of no fixed table
+ * too (fuzz:Row), which decode only with placeholders. */
+function valueArbitrary(objectRows: boolean): fc.Arbitrary<unknown> {
+  return fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: "small", withCrossShrink: true }, atoms, tie("list"), tie("tuple"), tie("dict"), tie("set"), tie("frozenset"), tie("numbers"), tie("rows"), ...(objectRows ? [tie("objectRows")] : []), tie("newForms")),
   list: fc.array(tie("value"), { maxLength: 6 }),
   numbers: fc.oneof(fc.array(ints, { minLength: 4, maxLength: 10 }), fc.array(floats, { minLength: 4, maxLength: 10 })),
   rows: fc.integer({ min: 1, max: 3 }).chain((k) => fc.array(fc.array(tie("value"), { minLength: k, maxLength: k }).map((r) => Tuple.fromItems(r)), { minLength: 4, maxLength: 6 })),
+  // Instances of one ATTRS class in a list (object rows, spec 5.17.9), fields often floats
+  // (float columns); decoded as placeholders.
+  objectRows: fc.integer({ min: 1, max: 3 }).chain((k) =>
+    fc.array(fc.array(fc.oneof(floats, tie("value")), { minLength: k, maxLength: k }), { minLength: 1, maxLength: 5 })
+      .map((rows) => rows.map((values) => new Placeholder("fuzz", "Row", "ATTRS", ROW_FIELDS[k], values)))),
   tuple: fc.array(tie("value"), { maxLength: 6 }).map((xs) => Tuple.fromItems(xs)),
   dict: fc.uniqueArray(fc.tuple(keys, tie("value")), { maxLength: 6, selector: (p) => keyId(p[0]) }).map((ps) => new Map(ps)),
   set: fc.uniqueArray(keys, { maxLength: 6, selector: keyId }).map((xs) => new Set(xs)),
@@ -56,7 +67,13 @@ export const { value: values } = fc.letrec((tie) => ({
     fc.tuple(fc.constantFrom("ValueError", "KeyError", "RuntimeError"), fc.array(tie("value"), { maxLength: 3 }), fc.boolean()).map(([q, args, suppress]) =>
       new Placeholder("builtins", q, "EXCEPTION", null, [Tuple.fromItems(args), null, null, null, suppress])),
   ),
-}));
+  })).value;
+}
+
+/** Values Python reads without types (the differential test's). */
+export const values = valueArbitrary(false);
+/** Values with object rows (spec 5.17.9) of placeholders as well. */
+export const valuesWithRows = valueArbitrary(true);
 
 function keyId(k: unknown): string {
   if (k instanceof Uint8Array) return `b${Array.from(k).join(",")}`;
