@@ -421,17 +421,25 @@ def test_trace_inspect_and_stats():
     assert result.error is None
     head = result.events[0]
     assert head.info[:4] == ("object_rows", 2, 0, True)
-    assert head.info[5] == 1
+    assert head.info[5] == ("x",)
     assert [e.info[0] for e in result.events[1:]] == ["column_float", "data"] * 2
+    assert [e.name for e in result.events[1:3]] == ["column", "SHORT_STR"]
     assert [e.depth for e in result.events] == [0, 2, 2, 2, 2]
     lines = list(inspect_lines(data, result, show_hex=False))
-    assert "list of 2 instances of _vector_classes:Point, shape 0" in lines[1]
-    assert "as rows, 1 float column" in lines[1]
-    assert lines[2].split()[1:] == ["row", "0", "_vector_classes:Point", "instance"]
-    assert "no tag" in lines[3]
+    assert lines[1].split(maxsplit=2)[2] == (
+        "list of 2 instances of _vector_classes:Point, as object rows, shape 0 "
+        "(defined here: x, y); float column: x"
+    )
+    assert lines[2].split()[1:] == ["row", "0", "_vector_classes:Point", "of", "2", "fields"]
+    assert lines[3].split(maxsplit=2)[1:] == [
+        "column",
+        "0.3333333333333333 (float column x: 8 bytes, no tag)",
+    ]
     counted = stats(len(data), result.events)
     assert counted.objects["_vector_classes:Point"].count == 2
     assert counted.shapes == 1
+    assert counted.types["float"].count == 2
+    assert counted.types["list"].count == 1
 
 
 # -- properties ----------------------------------------------------------------------------

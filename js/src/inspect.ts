@@ -320,8 +320,15 @@ export function stats(size: number, events: TraceEvent[]): Stats {
       add(result.objects, `${info[3][0]}:${info[3][1]}`, own[i], total);
       if (info[2]) result.shapes++;
     } else if (info[0] === "object_rows") {
-      // A list value, whose rows are not objects of their own (as a RECORDS' are not dicts);
-      // a shape it defines counts.
+      // A list value (in the types table) whose rows are instances of the class without
+      // events of their own: each counts as one, the list's own bytes (its head) going to
+      // the class, as the Python tool counts them; a shape it defines counts.
+      const key = `${info[4][0]}:${info[4][1]}`;
+      const row = result.objects.get(key) ?? { count: 0, bytes: 0, total_bytes: 0 };
+      row.count += info[1];
+      row.bytes += own[i];
+      row.total_bytes += total;
+      result.objects.set(key, row);
       if (info[3]) result.shapes++;
     } else if (info[0] === "ref") {
       result.refs++;

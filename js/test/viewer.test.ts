@@ -21,8 +21,8 @@ const python = join(repo, ".venv", "bin", "python");
 const artifacts = join(jsRoot, "test-artifacts");
 const CHROMIUM = process.env.AMBER_CHROMIUM ?? "/usr/bin/chromium";
 
-// A payload with most kinds, sharing, a cycle, rows, packed numbers, EXT values, classes of
-// every creation, an exception, a namespace and the singletons.
+// A payload with most kinds, sharing, a cycle, rows, object rows with a float column, packed
+// numbers, EXT values, classes of every creation, an exception, a namespace and the singletons.
 const MAKE_PAYLOAD = `
 import amber, datetime, decimal, uuid, collections, sys, types
 from fractions import Fraction
@@ -30,6 +30,8 @@ class Items(list): pass
 class Tag(str): pass
 class Box:
     def __reduce__(self): return (Box, (), {"me": self})
+class Pt:
+    def __init__(self, x, y): self.x, self.y = x, y
 err = ValueError("bad", 3)
 err.__cause__ = KeyError("k")
 ns = types.SimpleNamespace(host="db", port=5432)
@@ -41,6 +43,7 @@ value = {
     "name": "Ada", "é": "ü€\\n", "n": [-1, 64, 2**70, 0.1, 1.0, -0.0, float("inf"), 1e-7, 1+2j],
     "s": [s, s], "shared": [shared, shared], "loop": loop,
     "rows": [(i, str(i)) for i in range(5)],
+    "points": [Pt(i / 3 + 0.01, str(i)) for i in range(3)],
     "packed": [float(i) / 3 for i in range(6)],
     "bytes": [b"", b"\\x00'ab", bytearray(b"xy")],
     "sets": [{3, 1, 2}, frozenset({"a"})], "tuple": (1, (2, 3)),

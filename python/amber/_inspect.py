@@ -51,6 +51,7 @@ TYPE_OF_TAG = {
     "PACKED_FLOAT_LIST": "list",
     "TUPLE_LIST": "list",
     "RECORDS": "list",
+    "OBJECT_ROWS": "list",
     "SHORT_TUPLE": "tuple",
     "TUPLE": "tuple",
     "SHORT_DICT": "dict",
@@ -61,6 +62,8 @@ TYPE_OF_TAG = {
     "OBJECT": "object",
     "REF": "ref",
     "SUPERSEDE": "supersede",
+    # A float column's value in an OBJECT_ROWS: a float without a tag.
+    "column": "float",
 }
 # The kinds of value that open a nesting level, besides EXT composites, TUPLE_LISTs and RECORDS
 # (two).
@@ -232,14 +235,14 @@ def summary(event: Event, base: int = 0) -> str:
         text = f"list of {_count(rows, 'dict')} of {_count(width, 'key')}, as records"
     elif kind == "object_rows":
         rows, number, defines, (module, qualname, _, fields), columns = event.info[1:]
-        text = f"list of {_count(rows, 'instance')} of {module}:{qualname}, shape {number}"
+        text = f"list of {_count(rows, 'instance')} of {module}:{qualname}, as object rows"
+        text += f", shape {number}"
         if defines:
             text += f" (defined here: {', '.join(fields)})"
-        text += ", as rows"
         if columns:
-            text += f", {_count(columns, 'float column')}"
+            text += f"; float column{'' if len(columns) == 1 else 's'}: {', '.join(columns)}"
     elif kind == "column_float":
-        text = f"{_value_text(event.value)} (a float column's 8 bytes, no tag)"
+        text = f"{_value_text(event.value)} (float column {event.info[1]}: 8 bytes, no tag)"
     elif kind == "ext":
         code, blob = event.info[1], event.info[2]
         text = code if blob is None else f"{code}, {_count(blob, 'byte')}"
@@ -328,7 +331,7 @@ def inspect_lines(
             tuple_lists.append([event.depth, width, 0, width, f"dict of {_count(width, 'pair')}"])
         if kind == "object_rows" and event.info[1]:
             module, qualname, _, fields = event.info[4]
-            what = f"{module}:{qualname} instance"
+            what = f"{module}:{qualname} of {_count(len(fields), 'field')}"
             tuple_lists.append([event.depth, len(fields), 0, 0, what])
         head_end = event.head_end
         if head_end is None:

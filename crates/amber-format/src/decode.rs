@@ -293,7 +293,7 @@ pub trait Builder {
     /// The innermost started value is a float column's value in an OBJECT_ROWS row (started
     /// with FLOAT64's tag, whose payload it is): it has no tag of its own.
     #[inline(always)]
-    fn trace_column_float(&mut self) {}
+    fn trace_column_float(&mut self, _shape: usize, _field: usize) {}
     /// The innermost started value is an EXT value with this code.
     #[inline(always)]
     fn trace_ext(&mut self, _code: ExtCode) {}
@@ -1325,7 +1325,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
                     if B::TRACES {
                         self.builder
                             .trace_start(float_at, Tag::Float64.code(), self.depth);
-                        self.builder.trace_column_float();
+                        self.builder.trace_column_float(shape, field);
                     }
                     let v = f64::from_le_bytes(self.take_array::<8>("float column")?);
                     let obj = self

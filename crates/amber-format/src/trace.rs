@@ -66,12 +66,18 @@ pub enum Info {
         shape: usize,
         /// Whether the OBJECT_ROWS holds the shape's definition.
         defines: bool,
-        /// How many of the shape's fields are float columns.
+        /// Its float columns: an index into [`Trace::float_columns`].
         columns: usize,
     },
     /// A float column's value in an OBJECT_ROWS row: 8 bytes of binary64 without a tag (the
-    /// event's tag is FLOAT64's, whose payload it is).
-    ColumnFloat,
+    /// event's tag is FLOAT64's, whose payload it is), the value of field `field` of shape
+    /// number `shape`.
+    ColumnFloat {
+        /// The rows' shape number (an index into [`Trace::shapes`]).
+        shape: usize,
+        /// The field the column holds.
+        field: usize,
+    },
     /// An EXT value; `blob` is the blob's length for a blob layout, `None` for a composite.
     Ext {
         /// The EXT code.
@@ -131,6 +137,8 @@ pub struct Trace<O> {
     pub values: usize,
     /// The shape definitions, by shape number.
     pub shapes: Vec<ShapeDef>,
+    /// The float columns (field indexes) of each OBJECT_ROWS, in the order of their events.
+    pub float_columns: Vec<Vec<usize>>,
     /// The root value, or the decoder's error.
     pub result: Result<O, DecodeError>,
     /// The decompressed body, when the payload was compressed: the values' offsets then count
@@ -149,6 +157,7 @@ pub struct Tracer<B: Builder> {
     max_events: usize,
     values: usize,
     shapes: Vec<ShapeDef>,
+    float_columns: Vec<Vec<usize>>,
     /// Where the body starts in the input: the decoder counts from the body's first byte.
     base: usize,
 }
@@ -164,6 +173,7 @@ impl<B: Builder> Tracer<B> {
             max_events,
             values: 0,
             shapes: Vec::new(),
+            float_columns: Vec::new(),
             base: 0,
         }
     }
@@ -200,6 +210,7 @@ impl<B: Builder> Tracer<B> {
             events: self.events,
             values: self.values,
             shapes: self.shapes,
+            float_columns: self.float_columns,
             result,
             decompressed,
         };
@@ -330,13 +341,14 @@ impl<B: Builder> Builder for Tracer<B> {
             rows,
             shape,
             defines,
-            columns: columns.len(),
+            columns: self.float_columns.len(),
         };
+        self.float_columns.push(columns.to_vec());
         self.annotate_head(info, head_end);
     }
 
-    fn trace_column_float(&mut self) {
-        self.annotate(Info::ColumnFloat);
+    fn trace_column_float(&mut self, shape: usize, field: usize) {
+        self.annotate(Info::ColumnFloat { shape, field });
     }
 
     fn trace_ext(&mut self, code: ExtCode) {

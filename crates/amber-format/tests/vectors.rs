@@ -389,7 +389,7 @@ fn check_tiling(
         e.info,
         Info::Data { .. }
             | Info::Packed { .. }
-            | Info::ColumnFloat
+            | Info::ColumnFloat { .. }
             | Info::Ext { blob: Some(_), .. }
     ) {
         return Ok(next);

@@ -15,8 +15,16 @@ use crate::{decode, object};
 fn trace_event<'py>(
     py: Python<'py>,
     event: &amber_format::trace::Event<object::PyObj>,
+    trace: &amber_format::trace::Trace<object::PyObj>,
     shapes: &[Bound<'py, PyAny>],
 ) -> PyResult<Bound<'py, PyAny>> {
+    let field_name = |shape: usize, field: usize| {
+        trace
+            .shapes
+            .get(shape)
+            .and_then(|s| s.fields.get(field))
+            .map_or("", String::as_str)
+    };
     use amber_format::trace::Info;
     let kind = |name: &str| pyo3::types::PyString::intern(py, name);
     let info = match event.info {
@@ -42,11 +50,19 @@ fn trace_event<'py>(
             columns,
         } => {
             let def = shapes.get(shape).cloned();
-            (kind("object_rows"), rows, shape, defines, def, columns)
+            let names = trace
+                .float_columns
+                .get(columns)
+                .map(|c| c.iter().map(|&f| field_name(shape, f)).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let names = pyo3::types::PyTuple::new(py, names)?;
+            (kind("object_rows"), rows, shape, defines, def, names)
                 .into_pyobject(py)?
                 .into_any()
         }
-        Info::ColumnFloat => (kind("column_float"),).into_pyobject(py)?.into_any(),
+        Info::ColumnFloat { shape, field } => (kind("column_float"), field_name(shape, field))
+            .into_pyobject(py)?
+            .into_any(),
         Info::Object { shape, defines } => {
             let def = shapes.get(shape).cloned();
             (kind("object"), shape, defines, def)
@@ -55,7 +71,11 @@ fn trace_event<'py>(
         }
         Info::Ref { target, index } => (kind("ref"), target, index).into_pyobject(py)?.into_any(),
     };
-    let name = amber_format::Tag::of_byte(event.tag).map_or("RESERVED", |t| t.spec_name());
+    let name = match event.info {
+        // It has no tag: its event carries FLOAT64's, whose payload it is.
+        Info::ColumnFloat { .. } => "column",
+        _ => amber_format::Tag::of_byte(event.tag).map_or("RESERVED", |t| t.spec_name()),
+    };
     let value = match &event.value {
         // SAFETY: the trace holds a strong reference; the Bound takes its own.
         Some(obj) => unsafe { Bound::from_borrowed_ptr(py, obj.as_ptr()) },
@@ -139,7 +159,7 @@ pub(crate) fn trace<'py>(
             .collect::<PyResult<Vec<_>>>()?;
         let events = pyo3::types::PyList::empty(py);
         for event in &trace.events {
-            events.append(trace_event(py, event, &shapes)?)?;
+            events.append(trace_event(py, event, &trace, &shapes)?)?;
         }
         let body = trace.decompressed.as_deref().map(|b| PyBytes::new(py, b));
         Ok((events, trace.values, error, body)
