@@ -70,7 +70,7 @@ impl PyEncoder<'_> {
             return Compact::Records(n);
         }
         // SAFETY: reading the flags of a live type.
-        if unsafe { (*ty).tp_flags } & ffi::Py_TPFLAGS_HEAPTYPE != 0 {
+        if unsafe { ffi::PyType_HasFeature(ty, ffi::Py_TPFLAGS_HEAPTYPE) } != 0 {
             return Compact::Objects(n);
         }
         if n < PACKED_MIN {
