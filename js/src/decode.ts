@@ -139,11 +139,14 @@ type RecordMaker = (values: unknown[], info: ClassInfo) => object;
 /** Reads the values of a plain record of one field list at the decoder's position (each a
  * small int inline, else by the fast path) and makes the record. */
 type RecordRead = (d: BodyDecoder, info: ClassInfo) => object;
+/** RecordRead for a row of an OBJECT_ROWS (spec 5.17.9): a field marked in `columns` is a
+ * float column's 8 bytes. */
+type RowRecordRead = (d: BodyDecoder, info: ClassInfo, columns: Uint8Array) => object;
 
 /** Record makers and readers by field list, shared by all decodes (a payload's shapes are
  * its own, but the classes recur from payload to payload); bounded, past it new field lists
  * are not kept. */
-const recordMakers = new Map<string, { make: RecordMaker; read: RecordRead } | null>();
+const recordMakers = new Map<string, { make: RecordMaker; read: RecordRead; readRow: RowRecordRead } | null>();
 const MAX_RECORD_MAKERS = 4096;
 /** One record of each maker, of undefined fields, kept so that its hidden class lives: V8
  * holds the classes made by adding properties weakly, and when a full GC finds no record of
@@ -170,16 +173,26 @@ function recordFactory(shape: Shape): RecordMaker | null {
         const args = [...fields.map((_, i) => `a${i}`), "I"].join(", ");
         const sets = fields.map((f, i) => `this[${JSON.stringify(f)}] = a${i};`).join(" ");
         let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
+        // A row's float column: 8 bytes read in place when they hold a float with a fractional
+        // part (nearly all); an integral one, a NaN or a cut-short input by columnFloat.
+        let rowBody = body;
         for (let i = 0; i < fields.length; i++) {
-          body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }\n`;
+          const value = `t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; v${i} = d.fast(); p = d.pos; }`;
+          body += `let v${i}; ${value}\n`;
+          rowBody += `let v${i}; if (K[${i}] !== 0) { x = e - p >= 8 ? dv.getFloat64(p, true) : 0; `;
+          rowBody += `if (e - p < 8 || Number.isInteger(x) || x !== x) { v${i} = d.columnFloat(p); p = d.pos; } else { v${i} = x; p += 8; } }\n`;
+          rowBody += `else { ${value} }\n`;
         }
-        body += `d.pos = p;\nreturn new R(${[...fields.map((_, i) => `v${i}`), "I"].join(", ")});`;
+        const end = `d.pos = p;\nreturn new R(${[...fields.map((_, i) => `v${i}`), "I"].join(", ")});`;
+        body += end;
+        rowBody += end;
         made = new Function("S", `function R(${args}) { ${sets} this[S] = I; }
           R.prototype = Object.prototype;
           return {
             make: function (v, I) { return new R(${[...fields.map((_, i) => `v[${i}]`), "I"].join(", ")}); },
             read: function (d, I) {\n${body}\n},
-          };`)(CLASS) as { make: RecordMaker; read: RecordRead };
+            readRow: function (d, I, K) {\n${rowBody}\n},
+          };`)(CLASS) as { make: RecordMaker; read: RecordRead; readRow: RowRecordRead };
       } catch {
         made = null;
       }
@@ -191,6 +204,7 @@ function recordFactory(shape: Shape): RecordMaker | null {
   }
   shape.factory = made === null ? null : made.make;
   shape.read = made === null ? null : made.read;
+  shape.readRow = made === null ? null : made.readRow;
   return shape.factory;
 }
 
@@ -2504,8 +2518,9 @@ export class BodyDecoder {
     return record;
   }
 
-  /** A float column's 8 bytes at `p`: the float they hold, as a FLOAT64's payload gives it. */
-  private columnFloat(p: number): unknown {
+  /** A float column's 8 bytes at `p`: the float they hold, as a FLOAT64's payload gives it (also
+   * called by the generated row readers, recordFactory). */
+  columnFloat(p: number): unknown {
     if (this.end - p < 8) throw this.err("truncated", p, "the input ends inside a float column's 8 bytes");
     const x = this.dv().getFloat64(p, true);
     this.pos = p + 8;
@@ -2530,15 +2545,22 @@ export class BodyDecoder {
     return v;
   }
 
-  /** The fast path's rows of an OBJECT_ROWS (its frame opened): plain records without float
-   * columns by their shape's reader, every other row value by value. */
+  /** The fast path's rows of an OBJECT_ROWS (its frame opened): plain records by their
+   * shape's readers (one that reads float columns in place when there are some), every other
+   * row value by value. */
   private fastRows(f: Frame): unknown {
     const shape = f.shape!, list = f.list!, rows = f.count, k = f.arity, columns = f.columns;
-    if (columns === null && shape.allowed === null && this.plainRecords) {
+    if (shape.allowed === null && this.plainRecords) {
       const factory = shape.factory !== undefined ? shape.factory : recordFactory(shape);
       if (factory !== null) {
-        const read = shape.read!, info = shape.info;
-        for (let r = 0; r < rows; r++) list.push(read(this, info));
+        const info = shape.info;
+        if (columns === null) {
+          const read = shape.read!;
+          for (let r = 0; r < rows; r++) list.push(read(this, info));
+        } else {
+          const read = shape.readRow!;
+          for (let r = 0; r < rows; r++) list.push(read(this, info, columns));
+        }
         f.remaining = 0;
         return this.finishFrame(f);
       }

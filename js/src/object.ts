@@ -66,6 +66,9 @@ export interface Shape {
   factory?: ((values: unknown[], info: ClassInfo) => object) | null;
   /** Reads the values and makes the plain record (made with the factory; see recordFactory). */
   read?: ((decoder: any, info: ClassInfo) => object) | null;
+  /** The same for a row of an OBJECT_ROWS whose float columns are the fields marked in the
+   * third argument (made with the factory). */
+  readRow?: ((decoder: any, info: ClassInfo, columns: Uint8Array) => object) | null;
   /** A placeholder of ATTRS with fields (the fast path's OBJECT, see fastObject). */
   placeholderAttrs?: boolean;
 }
