@@ -99,6 +99,28 @@ impl Sink for Vec<u8> {
     }
 }
 
+/// The bytes that begin a str of `n` bytes of strict UTF-8, SHORT_STR's tag or STR's tag and
+/// length (as [`Writer::str`] writes them), and how many of them there are: for a host that
+/// converts its text straight into the output, so it writes them itself around that text.
+#[inline]
+pub fn str_head(n: usize) -> ([u8; 1 + crate::varint::MAX_VARINT_LEN], usize) {
+    let mut head = [0u8; 1 + crate::varint::MAX_VARINT_LEN];
+    if n <= tag::SHORT_STR_MAX {
+        head[0] = Tag::ShortStr.code() + n as u8;
+        return (head, 1);
+    }
+    head[0] = Tag::Str.code();
+    let mut len = 1;
+    let mut value = n as u64;
+    while value >= 0x80 {
+        head[len] = (value as u8) | 0x80;
+        value >>= 7;
+        len += 1;
+    }
+    head[len] = value as u8;
+    (head, len + 1)
+}
+
 /// A growing payload: header first, then the body.
 #[derive(Clone, Debug)]
 pub struct Writer<S: Sink = Vec<u8>> {
@@ -716,6 +738,19 @@ impl RefTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn str_head_is_what_the_writer_puts_before_a_str() {
+        for n in [0, 1, 23, 24, 127, 128, 300, 16_383, 16_384, 1 << 21] {
+            let text = vec![b'a'; n];
+            let mut writer = Writer::on(Vec::new());
+            writer.str(&text);
+            let written = &writer.into_bytes()[HEADER_LEN..];
+            let (head, len) = str_head(n);
+            assert_eq!(written.len(), len + n, "n = {n}");
+            assert_eq!(&written[..len], &head[..len], "n = {n}");
+        }
+    }
 
     #[test]
     fn bigint_digits_are_trimmed_to_minimal() {

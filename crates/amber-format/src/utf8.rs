@@ -1,4 +1,4 @@
-//! Strict UTF-8 to code points, for hosts building non-ASCII strs in fixed-width units.
+//! Strict UTF-8 to code points, for hosts that store strs in fixed-width units.
 //!
 //! A host like CPython stores a str in the narrowest of 1-, 2- or 4-byte units that holds
 //! every character, so it must know the widest character and the count before it allocates.
@@ -64,12 +64,18 @@ pub fn scan(bytes: &[u8]) -> Option<Scan> {
 pub trait Unit: Copy {
     /// The unit holding `point` (truncated; the caller picks a unit wide enough).
     fn from_point(point: u32) -> Self;
+    /// The code point this unit holds (a host encoding its strs reads them this way).
+    fn point(self) -> u32;
 }
 
 impl Unit for u8 {
     #[inline(always)]
     fn from_point(point: u32) -> Self {
         point as u8
+    }
+    #[inline(always)]
+    fn point(self) -> u32 {
+        u32::from(self)
     }
 }
 
@@ -78,12 +84,20 @@ impl Unit for u16 {
     fn from_point(point: u32) -> Self {
         point as u16
     }
+    #[inline(always)]
+    fn point(self) -> u32 {
+        u32::from(self)
+    }
 }
 
 impl Unit for u32 {
     #[inline(always)]
     fn from_point(point: u32) -> Self {
         point
+    }
+    #[inline(always)]
+    fn point(self) -> u32 {
+        self
     }
 }
 
