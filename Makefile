@@ -24,7 +24,7 @@ PYTHON_VERSIONS := 3.10 3.11 3.12 3.13
 CORE_TESTS := tests/test_roundtrip.py tests/test_vectors.py tests/test_hostile.py \
 	tests/test_hostile_classes.py tests/test_classes.py tests/test_out_of_band.py \
 	tests/test_dict_templates.py tests/test_cpython_layouts.py tests/test_class_patterns.py \
-	tests/test_parts.py
+	tests/test_parts.py tests/test_wide_str.py
 # Prints the interpreter of version $$v (its sys.executable), or nothing. pyenv's shims
 # answer only for the versions pyenv is set to, hence PYENV_VERSION.
 FIND_PYTHON = python$$v -c 'import sys; print(sys.executable)' 2>/dev/null || \
@@ -228,6 +228,7 @@ bench: build-release js-bench
 	$(PY) bench/run.py --scale $(SCALE) --require amber --out bench/results
 	$(PY) bench/keywords.py --out bench/results/keywords.md
 	$(PY) bench/gc_on.py --scale $(SCALE) --out bench/results/gc_on.md
+	$(PY) bench/fresh_strings.py --out bench/results/fresh_strings.md
 	$(PY) bench/compression.py --scale $(SCALE) --out bench/results/compression.md
 	$(PY) bench/stream_memory.py --out bench/results/streams.md
 	$(PY) bench/stream_throughput.py --out bench/results/stream_throughput.md

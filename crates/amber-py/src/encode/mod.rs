@@ -16,6 +16,7 @@ mod records;
 mod rows;
 mod scalars;
 mod sink;
+mod wide_str;
 
 use amber_format::Writer;
 use pyo3::Python;

@@ -120,18 +120,20 @@ impl PyEncoder<'_> {
             self.writer.str(ascii);
             return Ok(());
         }
-        // SAFETY: obj is an exact str, not compact ASCII (checked above), held by its
-        // container for the whole encode.
-        if let Some(utf8) = unsafe { cached_utf8(obj) } {
-            self.writer.str(utf8);
-            return Ok(());
+        #[cfg(amber_known_layouts)]
+        // SAFETY: obj is an exact str, whose state bits say how its text is stored.
+        if unsafe { ffi::PyUnicode_IS_COMPACT(obj) } != 0 {
+            // SAFETY: obj is a compact exact str, not ASCII (checked above), held by its
+            // container for the whole encode.
+            return unsafe { self.compact_wide_str(obj) };
         }
-        self.str_not_cached(obj)
+        self.str_through_cpython(obj)
     }
 
-    /// A non-ASCII str whose UTF-8 form CPython has not made yet (or a legacy str).
+    /// A non-ASCII str through CPython's UTF-8 form: a legacy str, or any str when the
+    /// layouts are unknown (`wide_str.rs` says why the others are not).
     #[inline(never)]
-    fn str_not_cached(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
+    fn str_through_cpython(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         let mut size: ffi::Py_ssize_t = 0;
         // SAFETY: obj is a str; on success the pointer stays valid while obj lives (CPython
         // keeps the UTF-8 form inside the object).
@@ -147,8 +149,12 @@ impl PyEncoder<'_> {
 
     /// A str that strict UTF-8 cannot encode holds lone surrogates.
     #[cold]
-    fn str_with_surrogates(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
-        // SAFETY: clearing the UnicodeEncodeError raised by PyUnicode_AsUTF8AndSize.
+    pub(super) fn str_with_surrogates(
+        &mut self,
+        obj: *mut ffi::PyObject,
+    ) -> Result<(), EncodeFail> {
+        // SAFETY: clearing the UnicodeEncodeError PyUnicode_AsUTF8AndSize raised, if it was
+        // the one that found the surrogate.
         unsafe { ffi::PyErr_Clear() };
         // SAFETY: obj is a str; the encoding and error names are NUL-terminated literals.
         let encoded = unsafe {
@@ -205,42 +211,6 @@ impl PyEncoder<'_> {
         };
         self.writer.bytearray(data);
         Ok(())
-    }
-}
-
-/// The UTF-8 form a compact non-ASCII str keeps once something asked for it (any earlier
-/// encode did), read from the object itself: `PyUnicode_AsUTF8AndSize` returns the same bytes
-/// but, being a call with checks of its own, took a quarter of the time of writing a list of
-/// such strs.
-///
-/// # Safety
-/// `obj` must be a live str that outlives the returned slice, and not a compact ASCII one:
-/// those are a bare `PyASCIIObject`, with their characters where the utf8 field would be.
-#[inline(always)]
-unsafe fn cached_utf8<'a>(obj: *mut ffi::PyObject) -> Option<&'a [u8]> {
-    // The utf8 field is private: read only on the versions build.rs knows.
-    #[cfg(not(amber_known_layouts))]
-    {
-        let _ = obj;
-        None
-    }
-    #[cfg(amber_known_layouts)]
-    // SAFETY: obj is a str (per the contract); a compact str that is not ASCII is laid out
-    // as a PyCompactUnicodeObject, whose utf8 field is NULL or points to utf8_length bytes
-    // owned by the str.
-    unsafe {
-        if ffi::PyUnicode_IS_COMPACT(obj) == 0 {
-            return None;
-        }
-        let compact = obj.cast::<ffi::PyCompactUnicodeObject>();
-        let data = (*compact).utf8;
-        if data.is_null() {
-            return None;
-        }
-        Some(std::slice::from_raw_parts(
-            data.cast::<u8>(),
-            (*compact).utf8_length as usize,
-        ))
     }
 }
 

@@ -301,6 +301,24 @@ impl Run<'_> {
         }
     }
 
+    /// Where the next byte goes, for a writer that stores through the pointer itself and
+    /// then calls [`Run::advance`].
+    #[inline(always)]
+    pub fn position(&self) -> *mut u8 {
+        self.at
+    }
+
+    /// Counts `n` bytes written at [`Run::position`] as part of the run.
+    ///
+    /// # Safety
+    /// The `n` bytes at the position must be inside the room made, and written.
+    #[inline(always)]
+    pub unsafe fn advance(&mut self, n: usize) {
+        debug_assert!(self.at.wrapping_add(n) <= self.end);
+        // SAFETY: per the contract, the n bytes are inside the room.
+        self.at = unsafe { self.at.add(n) };
+    }
+
     /// Keeps what was written.
     #[inline]
     pub fn commit(self) {
