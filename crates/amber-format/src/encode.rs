@@ -100,24 +100,24 @@ impl Sink for Vec<u8> {
 }
 
 /// The bytes that begin a str of `n` bytes of strict UTF-8, SHORT_STR's tag or STR's tag and
-/// length (as [`Writer::str`] writes them), and how many of them there are: for a host that
-/// converts its text straight into the output, so it writes them itself around that text.
-#[inline]
-pub fn str_head(n: usize) -> ([u8; 1 + crate::varint::MAX_VARINT_LEN], usize) {
-    let mut head = [0u8; 1 + crate::varint::MAX_VARINT_LEN];
+/// length (as [`Writer::str`] writes them), little-endian in one integer, and how many of them
+/// there are (at most 11): for a host that converts its text straight into the output, so
+/// writes them itself around that text. (An integer rather than an array: an array was built
+/// byte by byte on the stack, which cost more than the rest of a short str's head.)
+#[inline(always)]
+pub fn str_head(n: usize) -> (u128, usize) {
     if n <= tag::SHORT_STR_MAX {
-        head[0] = Tag::ShortStr.code() + n as u8;
-        return (head, 1);
+        return (u128::from(Tag::ShortStr.code() + n as u8), 1);
     }
-    head[0] = Tag::Str.code();
+    let mut head = u128::from(Tag::Str.code());
     let mut len = 1;
     let mut value = n as u64;
     while value >= 0x80 {
-        head[len] = (value as u8) | 0x80;
+        head |= u128::from((value as u8) | 0x80) << (8 * len);
         value >>= 7;
         len += 1;
     }
-    head[len] = value as u8;
+    head |= u128::from(value as u8) << (8 * len);
     (head, len + 1)
 }
 
@@ -748,7 +748,7 @@ mod tests {
             let written = &writer.into_bytes()[HEADER_LEN..];
             let (head, len) = str_head(n);
             assert_eq!(written.len(), len + n, "n = {n}");
-            assert_eq!(&written[..len], &head[..len], "n = {n}");
+            assert_eq!(&written[..len], &head.to_le_bytes()[..len], "n = {n}");
         }
     }
 

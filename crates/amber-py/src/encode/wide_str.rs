@@ -242,12 +242,9 @@ fn write_str<T: Units>(sink: &mut super::sink::BytesSink, units: &[T]) -> Option
         // Fixed stores for the common heads rather than a copy of a variable length, which
         // is a `memcpy` call.
         match head_len {
-            1 => *start = head[0],
-            2 => {
-                *start = head[0];
-                *start.add(1) = head[1];
-            }
-            _ => std::ptr::copy_nonoverlapping(head.as_ptr(), start, head_len),
+            1 => *start = head as u8,
+            2 => std::ptr::write_unaligned(start.cast::<[u8; 2]>(), (head as u16).to_le_bytes()),
+            _ => std::ptr::copy_nonoverlapping(head.to_le_bytes().as_ptr(), start, head_len),
         }
         run.advance(head_len + len);
     }
