@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 
 import amber
 import pytest
@@ -226,15 +227,27 @@ def test_str_every_length_0_to_300(graph_diff):
 
 
 @pytest.mark.parametrize("unit", ["é", "€", "😀", "\udc80"], ids=["ucs1", "ucs2", "ucs4", "lone"])
-def test_str_same_bytes_before_and_after_cpython_keeps_its_utf8(unit):
-    # Built at run time, so CPython holds no UTF-8 form of them yet: the first encode makes
-    # it (the encoder asks CPython), later ones read the form CPython kept in the object.
+def test_str_same_bytes_on_every_encode_of_a_fresh_str(unit):
+    # Built at run time, so CPython holds no UTF-8 form of them: the encoder converts their
+    # units each time (test_wide_str also covers a str that holds CPython's UTF-8 copy).
     fresh = ["".join([unit, "x" * n, unit]) for n in (0, 30)]
     first = amber.dumps(fresh)
     assert amber.dumps(fresh) == first
     assert amber.loads(first) == fresh
     for s in fresh:
         assert amber.dumps(s)[3:] == encode_str(s)
+
+
+def test_str_one_wide_character_at_every_position_is_seen():
+    # The decoder tests short strs for ASCII a word at a time, with overlapping loads, and
+    # copies them the same way: a wide character anywhere must make a str of a wider kind.
+    for n in range(1, 70):
+        for wide in ("\x80", "é", "€", "😀"):
+            for pos in range(n):
+                s = "".join(["a" * pos, wide, "b" * (n - pos - 1)])
+                out = amber.loads(amber.dumps(s))
+                assert out == s, (n, pos, wide)
+                assert sys.getsizeof(out) == sys.getsizeof(s), (n, pos, wide)
 
 
 def test_str_surrogate_never_short_form():

@@ -20,6 +20,7 @@ mod options;
 mod pylong;
 mod registry;
 mod reusable;
+mod short_bytes;
 mod stream;
 mod trace;
 mod weak_class;

@@ -75,20 +75,16 @@ impl PyBuilder<'_, '_> {
     // `loads` a call per str.
     #[inline(always)]
     pub(super) fn make_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
-        if utf8.is_ascii() {
+        if crate::short_bytes::is_ascii(utf8) {
             // SAFETY: a new str of utf8.len() code points, all below 128: CPython allocates a
             // compact ASCII object whose data has room for exactly that many bytes (plus the
-            // NUL it writes itself).
+            // NUL it writes itself), which nothing else can see yet.
             unsafe {
                 let ptr = ffi::PyUnicode_New(utf8.len() as ffi::Py_ssize_t, 127);
                 if ptr.is_null() {
                     return Err(self.host_failure());
                 }
-                std::ptr::copy_nonoverlapping(
-                    utf8.as_ptr(),
-                    ffi::PyUnicode_DATA(ptr).cast::<u8>(),
-                    utf8.len(),
-                );
+                crate::short_bytes::copy_short(utf8, ffi::PyUnicode_DATA(ptr).cast::<u8>());
                 return self.own(ptr);
             }
         }

@@ -342,61 +342,6 @@ fn grow_run(sink: &mut BytesSink, at: *mut u8, additional: usize) -> Option<(*mu
     Some(unsafe { (sink.data.add(pos), sink.data.add(sink.cap)) })
 }
 
-/// Copies `from` (a short str's bytes, usually) to `to` with at most four loads and four
-/// stores of one width, which may overlap, instead of a call to `memcpy`. Up to 64 bytes:
-/// the URLs, timestamps and ids of JSON-shaped records are mostly 24 to 64 bytes long, and a
-/// `memcpy` call costs about as much as the copy itself there.
-///
-/// # Safety
-/// `to` must be valid for `from.len()` bytes of writes and not overlap `from`.
-#[inline(always)]
-unsafe fn copy_short(from: &[u8], to: *mut u8) {
-    let n = from.len();
-    let src = from.as_ptr();
-    // SAFETY (each arm): both loads read inside `from` (first and last `width` bytes, with
-    // width <= n), both stores write inside the first n bytes at `to`; unaligned access is
-    // allowed by read_unaligned and write_unaligned.
-    unsafe {
-        if n >= 16 {
-            if n > 32 {
-                if n > 64 {
-                    std::ptr::copy_nonoverlapping(src, to, n);
-                    return;
-                }
-                // 33 to 64 bytes: the first 32 and the last 32.
-                let a = std::ptr::read_unaligned(src.cast::<u128>());
-                let b = std::ptr::read_unaligned(src.add(16).cast::<u128>());
-                let c = std::ptr::read_unaligned(src.add(n - 32).cast::<u128>());
-                let d = std::ptr::read_unaligned(src.add(n - 16).cast::<u128>());
-                std::ptr::write_unaligned(to.cast::<u128>(), a);
-                std::ptr::write_unaligned(to.add(16).cast::<u128>(), b);
-                std::ptr::write_unaligned(to.add(n - 32).cast::<u128>(), c);
-                std::ptr::write_unaligned(to.add(n - 16).cast::<u128>(), d);
-                return;
-            }
-            let head = std::ptr::read_unaligned(src.cast::<u128>());
-            let tail = std::ptr::read_unaligned(src.add(n - 16).cast::<u128>());
-            std::ptr::write_unaligned(to.cast::<u128>(), head);
-            std::ptr::write_unaligned(to.add(n - 16).cast::<u128>(), tail);
-        } else if n >= 8 {
-            let head = std::ptr::read_unaligned(src.cast::<u64>());
-            let tail = std::ptr::read_unaligned(src.add(n - 8).cast::<u64>());
-            std::ptr::write_unaligned(to.cast::<u64>(), head);
-            std::ptr::write_unaligned(to.add(n - 8).cast::<u64>(), tail);
-        } else if n >= 4 {
-            let head = std::ptr::read_unaligned(src.cast::<u32>());
-            let tail = std::ptr::read_unaligned(src.add(n - 4).cast::<u32>());
-            std::ptr::write_unaligned(to.cast::<u32>(), head);
-            std::ptr::write_unaligned(to.add(n - 4).cast::<u32>(), tail);
-        } else if n > 0 {
-            // 1 to 3 bytes: the first, the middle and the last (some of them the same).
-            *to = *src;
-            *to.add(n / 2) = *src.add(n / 2);
-            *to.add(n - 1) = *src.add(n - 1);
-        }
-    }
-}
-
 #[cold]
 fn out_of_memory(len: usize) -> PyErr {
     PyMemoryError::new_err(format!("cannot allocate the output ({len} bytes written)"))
@@ -434,7 +379,7 @@ impl Sink for BytesSink {
         if self.room(bytes.len()) {
             // SAFETY: room() guarantees len + bytes.len() <= cap; the source is a Rust slice
             // that cannot overlap the object we own exclusively.
-            unsafe { copy_short(bytes, self.data.add(self.len)) };
+            unsafe { crate::short_bytes::copy_short(bytes, self.data.add(self.len)) };
             self.len += bytes.len();
         }
     }
@@ -465,7 +410,7 @@ impl Sink for BytesSink {
             // slice that cannot overlap the object we own exclusively.
             unsafe {
                 *self.data.add(self.len) = tag;
-                copy_short(bytes, self.data.add(self.len + 1));
+                crate::short_bytes::copy_short(bytes, self.data.add(self.len + 1));
             }
             self.len += 1 + bytes.len();
         }
