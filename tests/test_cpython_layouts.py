@@ -2,7 +2,8 @@
 
 The extension reads ints from their digits (`crates/amber-py/src/pylong.rs`: the sign and
 digit count moved into `lv_tag` in 3.12), strs from their data by kind and from their cached
-UTF-8 (`encode/scalars.rs`, `decode/scalars.rs`, `decode/key_cache.rs`), and dicts from their
+UTF-8 (`encode/scalars.rs`, `encode/wide_str.rs`, `decode/scalars.rs`, `decode/key_cache.rs`),
+writes the header of ASCII strs itself (`decode/ascii_str.rs`), and reads dicts from their
 entry tables (`dict_layout.rs`, 3.11 to 3.13). Each layout differs between versions, so these
 tests run in the core suite on every CPython `make test` finds: the bytes must be those of the
 reference encoder (`_ref`, plain Python) and the values must come back exactly, at the edges
@@ -14,6 +15,7 @@ on it and compares its bytes with the fast build's (tests/_same_bytes.py).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import sysconfig
@@ -102,6 +104,40 @@ def test_str_kinds_bytes_and_values(kind):
         if len(s) > 1:
             same = s.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
             assert sys.getsizeof(back) == sys.getsizeof(same), (kind, len(s))
+
+
+def _ascii_str_fields(s: str) -> tuple[int, int, int, int, bytes]:
+    # A compact ASCII str's header after the reference count and the type: length, hash, the
+    # named bits of the state word (its other 24 bits are padding CPython leaves as it finds
+    # them), the wstr pointer before 3.12; then the characters and the NUL.
+    word = ctypes.sizeof(ctypes.c_void_p)
+    base = id(s) + 2 * word
+    length = ctypes.c_ssize_t.from_address(base).value
+    hash_field = ctypes.c_ssize_t.from_address(base + word).value
+    state = ctypes.c_uint8.from_address(base + 2 * word).value
+    wstr = 0
+    if sys.version_info < (3, 12):
+        wstr = ctypes.c_void_p.from_address(base + 3 * word).value or 0
+    header = sys.getsizeof(s) - len(s) - 1
+    return length, hash_field, state, wstr, ctypes.string_at(id(s) + header, len(s) + 1)
+
+
+# From 2 characters: CPython's own strs of one character are shared and already hashed.
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 63, 64, 65, 300])
+def test_decoded_ascii_strs_are_laid_out_as_cpython_lays_them_out(n):
+    text = "".join(chr(ord("a") + i % 26) for i in range(n))
+    decoded = [amber.loads(amber.dumps(text)), next(iter(amber.loads(amber.dumps({text: 1}))))]
+    made_by_cpython = text.encode().decode("ascii")  # a new object, never hashed
+    assert sys.getsizeof(decoded[0]) == sys.getsizeof(made_by_cpython)
+    unhashed = _ascii_str_fields(made_by_cpython)
+    assert unhashed[1] == -1
+    assert _ascii_str_fields(decoded[0]) == unhashed, n
+    hash(made_by_cpython)
+    # A key went into a dict, which hashed it.
+    assert _ascii_str_fields(decoded[1]) == _ascii_str_fields(made_by_cpython), n
+    for out in decoded:
+        assert out == text and out.isascii() and hash(out) == hash(text)
+        assert sys.intern(out) == text
 
 
 def test_str_kinds_as_dict_keys_and_repeated_keys():

@@ -1,6 +1,7 @@
 //! Python objects from amber bytes: a [`Builder`] for the format crate's decoder, which does
 //! all the checking of the input. This side makes objects and guards dict/set hashing.
 
+mod ascii_str;
 mod classes;
 mod containers;
 mod dict_template;

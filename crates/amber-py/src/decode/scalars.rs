@@ -76,17 +76,12 @@ impl PyBuilder<'_, '_> {
     #[inline(always)]
     pub(super) fn make_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
         if crate::short_bytes::is_ascii(utf8) {
-            // SAFETY: a new str of utf8.len() code points, all below 128: CPython allocates a
-            // compact ASCII object whose data has room for exactly that many bytes (plus the
-            // NUL it writes itself), which nothing else can see yet.
-            unsafe {
-                let ptr = ffi::PyUnicode_New(utf8.len() as ffi::Py_ssize_t, 127);
-                if ptr.is_null() {
-                    return Err(self.host_failure());
-                }
-                crate::short_bytes::copy_short(utf8, ffi::PyUnicode_DATA(ptr).cast::<u8>());
-                return self.own(ptr);
+            // SAFETY: every byte is below 0x80 (checked); the GIL is held.
+            let ptr = unsafe { super::ascii_str::new_ascii_str(utf8) };
+            if ptr.is_null() {
+                return Err(self.host_failure());
             }
+            return self.own(ptr);
         }
         self.make_wide_str(utf8)
     }
