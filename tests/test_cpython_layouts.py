@@ -106,37 +106,62 @@ def test_str_kinds_bytes_and_values(kind):
             assert sys.getsizeof(back) == sys.getsizeof(same), (kind, len(s))
 
 
-def _ascii_str_fields(s: str) -> tuple[int, int, int, int, bytes]:
-    # A compact ASCII str's header after the reference count and the type: length, hash, the
-    # named bits of the state word (its other 24 bits are padding CPython leaves as it finds
-    # them), the wstr pointer before 3.12; then the characters and the NUL.
+def _str_fields(s: str) -> tuple[object, ...]:
+    # A compact str's header after the reference count and the type: length, hash, the named
+    # bits of the state word (its other 24 bits are padding CPython leaves as it finds them),
+    # before 3.12 the wstr pointer; for a non-ASCII str its UTF-8 copy (length and pointer)
+    # and before 3.12 its wstr length; then the characters and the NUL unit. Pointers are
+    # told as "none", "data" (the str's own characters) or "other".
     word = ctypes.sizeof(ctypes.c_void_p)
     base = id(s) + 2 * word
-    length = ctypes.c_ssize_t.from_address(base).value
-    hash_field = ctypes.c_ssize_t.from_address(base + word).value
-    state = ctypes.c_uint8.from_address(base + 2 * word).value
-    wstr = 0
-    if sys.version_info < (3, 12):
-        wstr = ctypes.c_void_p.from_address(base + 3 * word).value or 0
-    header = sys.getsizeof(s) - len(s) - 1
-    return length, hash_field, state, wstr, ctypes.string_at(id(s) + header, len(s) + 1)
+    old = sys.version_info < (3, 12)
+    ascii_header = (6 if old else 5) * word
+    widest = max(map(ord, s))
+    kind = 1 if widest < 0x100 else 2 if widest < 0x10000 else 4
+    header = sys.getsizeof(s) - (len(s) + 1) * kind
+    data = id(s) + header
+
+    def at(offset: int, c_type: type) -> int:
+        return c_type.from_address(base + offset).value or 0
+
+    def pointer(offset: int) -> str:
+        value = at(offset, ctypes.c_void_p)
+        return "none" if value == 0 else "data" if value == data else "other"
+
+    fields: list[object] = [
+        at(0, ctypes.c_ssize_t),
+        at(word, ctypes.c_ssize_t),
+        at(2 * word, ctypes.c_uint8),
+    ]
+    if old:
+        fields.append(pointer(3 * word))
+    if not s.isascii():
+        after = ascii_header - 2 * word
+        fields += [at(after, ctypes.c_ssize_t), pointer(after + word)]
+        if old:
+            fields.append(at(after + 2 * word, ctypes.c_ssize_t))
+    return (*fields, header, ctypes.string_at(data, (len(s) + 1) * kind))
 
 
 # From 2 characters: CPython's own strs of one character are shared and already hashed.
-@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 63, 64, 65, 300])
-def test_decoded_ascii_strs_are_laid_out_as_cpython_lays_them_out(n):
-    text = "".join(chr(ord("a") + i % 26) for i in range(n))
+LAYOUT_LENGTHS = [2, 3, 4, 7, 8, 9, 15, 16, 17, 23, 24, 31, 32, 63, 64, 65, 300]
+
+
+@pytest.mark.parametrize("wide", ["", "é", "ÿ", "€", "\uffff", "😀"])
+@pytest.mark.parametrize("n", LAYOUT_LENGTHS)
+def test_decoded_strs_are_laid_out_as_cpython_lays_them_out(n, wide):
+    text = "".join(chr(ord("a") + i % 26) for i in range(n - len(wide))) + wide
     decoded = [amber.loads(amber.dumps(text)), next(iter(amber.loads(amber.dumps({text: 1}))))]
-    made_by_cpython = text.encode().decode("ascii")  # a new object, never hashed
+    made_by_cpython = text.encode().decode("utf-8")  # a new object, never hashed
     assert sys.getsizeof(decoded[0]) == sys.getsizeof(made_by_cpython)
-    unhashed = _ascii_str_fields(made_by_cpython)
+    unhashed = _str_fields(made_by_cpython)
     assert unhashed[1] == -1
-    assert _ascii_str_fields(decoded[0]) == unhashed, n
+    assert _str_fields(decoded[0]) == unhashed, n
     hash(made_by_cpython)
     # A key went into a dict, which hashed it.
-    assert _ascii_str_fields(decoded[1]) == _ascii_str_fields(made_by_cpython), n
+    assert _str_fields(decoded[1]) == _str_fields(made_by_cpython), n
     for out in decoded:
-        assert out == text and out.isascii() and hash(out) == hash(text)
+        assert out == text and out.isascii() == text.isascii() and hash(out) == hash(text)
         assert sys.intern(out) == text
 
 

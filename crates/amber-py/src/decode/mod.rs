@@ -1,7 +1,6 @@
 //! Python objects from amber bytes: a [`Builder`] for the format crate's decoder, which does
 //! all the checking of the input. This side makes objects and guards dict/set hashing.
 
-mod ascii_str;
 mod classes;
 mod containers;
 mod dict_template;
@@ -9,6 +8,7 @@ mod gc_pause;
 mod hash_guard;
 mod key_cache;
 mod known;
+mod new_str;
 mod numpy;
 mod oob;
 mod parts;

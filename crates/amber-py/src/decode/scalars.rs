@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use pyo3_ffi as ffi;
 
-use super::PyBuilder;
+use super::{new_str, PyBuilder};
 use crate::buffer::{copy_detached, DETACH_COPY_MIN};
 use crate::object::PyObj;
 use amber_format::{utf8, BuildError};
@@ -77,7 +77,7 @@ impl PyBuilder<'_, '_> {
     pub(super) fn make_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
         if crate::short_bytes::is_ascii(utf8) {
             // SAFETY: every byte is below 0x80 (checked); the GIL is held.
-            let ptr = unsafe { super::ascii_str::new_ascii_str(utf8) };
+            let ptr = unsafe { new_str::new_ascii_str(utf8) };
             if ptr.is_null() {
                 return Err(self.host_failure());
             }
@@ -93,29 +93,33 @@ impl PyBuilder<'_, '_> {
     pub(super) fn make_wide_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
         let scan = utf8::scan(utf8).ok_or(BuildError::InvalidUtf8)?;
         let count = scan.count;
-        // CPython requires the narrowest kind that holds every character.
-        let max_char: ffi::Py_UCS4 = match scan.seen {
-            0..=0xFF => 0xFF,
-            0x100..=0xFFFF => 0xFFFF,
-            _ => 0x10_FFFF,
+        // CPython requires the narrowest kind that holds every character; scan's OR of the
+        // code points tells which (a bit at or above 8, or 16, is set exactly when one of them
+        // needs it). decode_into writes all `count` units, since scan counted that many points
+        // in valid UTF-8.
+        // SAFETY (each arm): the GIL is held, count >= 1 (a non-ASCII character), and the
+        // kind is the narrowest that holds every character.
+        let ptr = unsafe {
+            match scan.seen {
+                0..=0xFF => new_str::new_wide_str::<u8>(count, |units| {
+                    utf8::decode_into(utf8, units);
+                }),
+                0x100..=0xFFFF => new_str::new_wide_str::<u16>(count, |units| {
+                    utf8::decode_into(utf8, units);
+                }),
+                _ => {
+                    let ptr = ffi::PyUnicode_New(count as ffi::Py_ssize_t, 0x10_FFFF);
+                    if !ptr.is_null() {
+                        fill_units::<u32>(ffi::PyUnicode_DATA(ptr), count, utf8);
+                    }
+                    ptr
+                }
+            }
         };
-        // SAFETY: PyUnicode_New makes a compact str whose data, right after its header, is
-        // aligned for and has room for `count` units of the kind max_char picks; that kind
-        // holds every code point (scan's OR says none is wider). The str is filled before
-        // anything else sees it.
-        unsafe {
-            let ptr = ffi::PyUnicode_New(count as ffi::Py_ssize_t, max_char);
-            if ptr.is_null() {
-                return Err(self.host_failure());
-            }
-            let data = ffi::PyUnicode_DATA(ptr);
-            match max_char {
-                0xFF => fill_units::<u8>(data, count, utf8),
-                0xFFFF => fill_units::<u16>(data, count, utf8),
-                _ => fill_units::<u32>(data, count, utf8),
-            }
-            self.own(ptr)
+        if ptr.is_null() {
+            return Err(self.host_failure());
         }
+        self.own(ptr)
     }
 
     /// A str whose UTF-8 may also encode surrogates (U+D800..U+DFFF), which CPython's

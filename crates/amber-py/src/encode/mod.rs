@@ -16,6 +16,8 @@ mod records;
 mod rows;
 mod scalars;
 mod sink;
+// Reads CPython's str layouts: only where build.rs knows them.
+#[cfg(amber_known_layouts)]
 mod wide_str;
 
 use amber_format::Writer;

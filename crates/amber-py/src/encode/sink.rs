@@ -302,7 +302,8 @@ impl Run<'_> {
     }
 
     /// Where the next byte goes, for a writer that stores through the pointer itself and
-    /// then calls [`Run::advance`].
+    /// then calls [`Run::advance`] (`wide_str.rs`, built where CPython's layouts are known).
+    #[cfg(amber_known_layouts)]
     #[inline(always)]
     pub fn position(&self) -> *mut u8 {
         self.at
@@ -312,6 +313,7 @@ impl Run<'_> {
     ///
     /// # Safety
     /// The `n` bytes at the position must be inside the room made, and written.
+    #[cfg(amber_known_layouts)]
     #[inline(always)]
     pub unsafe fn advance(&mut self, n: usize) {
         debug_assert!(self.at.wrapping_add(n) <= self.end);
