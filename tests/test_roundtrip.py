@@ -247,7 +247,10 @@ def test_str_one_wide_character_at_every_position_is_seen():
                 s = "".join(["a" * pos, wide, "b" * (n - pos - 1)])
                 out = amber.loads(amber.dumps(s))
                 assert out == s, (n, pos, wide)
-                assert sys.getsizeof(out) == sys.getsizeof(s), (n, pos, wide)
+                if n > 1:  # (strs of one character are CPython's shared ones)
+                    # The kind shows in the size; `s` itself may hold a UTF-8 copy now.
+                    same = s.encode().decode()
+                    assert sys.getsizeof(out) == sys.getsizeof(same), (n, pos, wide)
 
 
 def test_str_surrogate_never_short_form():
