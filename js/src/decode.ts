@@ -2898,9 +2898,12 @@ export class BodyDecoder {
     }
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
-    // Every property from the start (factory too): one hidden class for all shapes.
+    // Every property from the start (factory and the readers too): one hidden class for all
+    // shapes. A property added later (readRow was) moves a shape to a class V8 holds only
+    // weakly: each full GC that found no shape left dropped it, and with it the optimized
+    // fastRows, which then ran unoptimized again after every GC.
     const shape: Shape = {
-      module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined,
+      module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined, readRow: undefined,
       placeholderAttrs: allowed === null && kind === "ATTRS" && fields !== null && fields.length > 0,
     };
     this.shapes.push(shape);
