@@ -123,6 +123,33 @@ test("records: lists of dicts with the same keys are written once, as plain obje
   assert.throws(() => encode([{ a: 1, b: 2 }, { a: 3, b: undefined }]), (e: unknown) => e instanceof EncodeError && /undefined/.test(String(e)));
 });
 
+test("records and object rows: each list made for all its rows at once, filled as the machine fills it", () => {
+  // The list of a RECORDS or OBJECT_ROWS is made with its declared row count and filled by
+  // index: a row may hold the list itself (recorded before its rows), there may be none, or
+  // too many for the input (refused before any list is made).
+  const modes = [{}, { placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  const list: unknown[] = Array.from({ length: 5 }, (_, i) => new Map<string, unknown>([["a", i], ["b", null]]));
+  (list[1] as Map<string, unknown>).set("b", list);
+  const cyclic = encode(list);
+  assert.equal(cyclic[3], 0xfb);
+  const rows = [point(0.5, 1), point(1.5, list), point(2.5, null)];
+  list.push(rows);
+  const both = encode(Tuple.fromItems([list, rows]));
+  for (const options of modes) {
+    assert.equal(asTheMachine(cyclic, options), null);
+    // (Without placeholders the rows' class is refused; trace allows placeholders.)
+    if (options !== modes[0]) assert.equal(asTheMachine(both, options), null);
+    const back = decode(cyclic, options) as unknown[];
+    assert.equal(back.length, 5);
+    const row = back[1];
+    assert.equal(row instanceof Map ? row.get("b") : (row as Record<string, unknown>).b, back);
+    // No rows: an empty list, not one of a hole.
+    assert.deepEqual(decode(hexBytes("ab4101 7b 00 01 4161"), options), []);
+    const e = asTheMachine(hexBytes("ab4101 7b 05 01 4161 01 02"), options);
+    assert.equal(e?.kind, "length_too_large");
+  }
+});
+
 // OBJECT_ROWS (spec 5.17.9): the Point of the spec's examples, as a placeholder.
 const POINT = ["_vector_classes", "Point"] as const;
 const point = (...values: unknown[]) => new Placeholder(...POINT, "ATTRS", ["x", "y"], values);
