@@ -706,6 +706,27 @@ function newTuple(n: number): Tuple {
   return t;
 }
 
+/**
+ * Short ASCII strs met before, by their bytes: JSON-like payloads repeat their short values
+ * (currencies, states, tags, types: 92% of product_catalog's strs of up to 12 bytes are
+ * repeats), and a hit returns the str made before instead of making one (a substring of
+ * the window copies strs that short, and each is garbage for the collector). Each slot holds
+ * a str's bytes as three little-endian words, zero past its length, and the length; a hit
+ * compares all four, so it is the same str. Direct-mapped: a collision replaces the slot, so
+ * the table never grows and crafted input can only make misses. Shared by all decodes; what
+ * it keeps is at most STR_CACHE_SLOTS flat strs of up to 12 characters (made by asciiString,
+ * never cut from a window, which a str kept here would keep alive).
+ */
+const STR_CACHE_SLOTS = 4096;
+const STR_CACHE_MAX = 12;
+const strCacheWords = new Int32Array(4 * STR_CACHE_SLOTS);
+const strCacheTexts: string[] = new Array<string>(STR_CACHE_SLOTS).fill("");
+/** The low n bytes of a word (n from 1 to 4). */
+const LOW_BYTES = new Int32Array([0, 0xff, 0xffff, 0xffffff, -1]);
+/** Misses a decode takes before its hits must keep up: payloads of distinct short strs (ids,
+ * names) stop looking after a few hundred, and then pay one comparison per str. */
+const STR_CACHE_TRIAL = 256;
+
 // Shared by all decodes: only valid strings enter it, and each hit compares every byte.
 const KEY_CACHE_SIZE = 4096;
 const keyCache: ({ bytes: Uint8Array; text: string } | undefined)[] = new Array(KEY_CACHE_SIZE);
@@ -757,6 +778,9 @@ export class BodyDecoder {
   makerBudget = 0;
   /** Long ASCII strs are cut from windows of the input (see AsciiWindow). */
   private window = new AsciiWindow();
+  /** This decode's hits and misses of the short str cache (see strCacheWords). */
+  private strHits = 0;
+  private strMisses = 0;
   private incomplete: Set<number> | null = null;
   /** The open containers; a reused decoder keeps its frames (and their scratch arrays). */
   private stack: Frame[] = [];
@@ -807,6 +831,8 @@ export class BodyDecoder {
     this.refMask = 0;
     this.refValues = [];
     this.decodeId = ++decodeCount;
+    this.strHits = 0;
+    this.strMisses = 0;
     this.otherKey = undefined;
     this.place = null;
     this.makerBudget = 16 + ((end - start) >> 10);
@@ -1029,11 +1055,51 @@ export class BodyDecoder {
     if (end > this.end) throw this.err("truncated", at);
     this.charge(cost.str(n), at);
     this.pos = end;
+    // Through the cache while it hits (its three words need 12 bytes of input at start).
+    if (n <= STR_CACHE_MAX && n !== 0 && this.strMisses <= STR_CACHE_TRIAL + this.strHits && this.end - start >= 12) {
+      const s = this.cachedShortStr(start, n);
+      if (s !== null) return s;
+    }
     const buf = this.buf;
     if (this.isAsciiSpan(start, end)) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
     const s = decodeUtf8(buf, start, end);
     if (s === null) throw this.err("invalid_utf8", start);
     return s;
+  }
+
+  /** The str of the n bytes (1 to 12, with 12 bytes of input at start) at `start` through
+   * the short str cache, or null when they are not all ASCII. Out of shortStr, which stays
+   * small enough for V8 to inline. */
+  private cachedShortStr(start: number, n: number): string | null {
+    const dv = this.dv();
+    let w0 = dv.getInt32(start, true), w1 = 0, w2 = 0;
+    if (n <= 4) w0 &= LOW_BYTES[n];
+    else if (n <= 8) w1 = dv.getInt32(start + 4, true) & LOW_BYTES[n - 4];
+    else {
+      w1 = dv.getInt32(start + 4, true);
+      w2 = dv.getInt32(start + 8, true) & LOW_BYTES[n - 8];
+    }
+    if (((w0 | w1 | w2) & 0x80808080) !== 0) {
+      // Not cached, and counted as a miss: payloads of non-ASCII strs stop looking too.
+      this.strMisses++;
+      return null;
+    }
+    const h = (Math.imul(w0 ^ n, 0x9e3779b1) + Math.imul(w1, 0x85ebca6b) + Math.imul(w2, 0xc2b2ae35)) | 0;
+    const slot = (h ^ (h >>> 16)) & (STR_CACHE_SLOTS - 1);
+    const k = slot << 2;
+    const words = strCacheWords;
+    if (words[k] === w0 && words[k + 1] === w1 && words[k + 2] === w2 && words[k + 3] === n) {
+      this.strHits++;
+      return strCacheTexts[slot];
+    }
+    this.strMisses++;
+    const text = asciiString(this.buf, start, n)!;
+    words[k] = w0;
+    words[k + 1] = w1;
+    words[k + 2] = w2;
+    words[k + 3] = n;
+    strCacheTexts[slot] = text;
+    return text;
   }
 
   /** Whether the bytes [start, end) of the input are all ASCII: from 4 bytes on, 32 bits at

@@ -717,6 +717,39 @@ test("record dicts: keys read through the key trie give what the stack machine g
   back.forEach((o, i) => assert.deepEqual(Object.entries(o), [[`k${i}`, i], ["same", i]]));
 });
 
+test("short str cache: repeats, near misses, collisions and later payloads give what the machine gives", () => {
+  const modes = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  // Every length the cache takes (1 to 12) and one beyond, strs that differ only in their
+  // last byte, in a trailing NUL (the words are zero past the length) or in length, and
+  // non-ASCII ones; each twice, the second read from the cache.
+  const near: string[] = [];
+  for (let n = 1; n <= 13; n++) {
+    const s = "abcdefghijklm".slice(0, n);
+    near.push(s, s.slice(0, -1) + "z", s + "\u0000", s.slice(0, -1) + "\u0000", "é".repeat(Math.ceil(n / 2)));
+  }
+  const values = [...near, ...near];
+  // More distinct strs than the cache has slots (each slot is then taken by several), then
+  // all of them again; and a run at the body's end, where fewer than 12 bytes are left.
+  const many = Array.from({ length: 6000 }, (_, i) => `s${i.toString(36)}`);
+  const payloads = [encode(values), encode([...many, ...many]), encode(["x", "ab", "abc", "x"]), encode([...values, "q", "q"])];
+  // As record values too, which the generated readers read.
+  payloads.push(encode(values.map((v, i) => ({ id: i, v, w: "k" }))));
+  for (let round = 0; round < 2; round++) {
+    for (const payload of payloads) {
+      for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+    }
+  }
+  assert.deepEqual(decode(payloads[0]), values);
+  assert.deepEqual(decode(payloads[1]), [...many, ...many]);
+  // The same offsets holding other strs of the same lengths in the next payload.
+  const swapped = values.map((s) => (s.length > 0 && s.charCodeAt(0) < 0x80 ? "Q" + s.slice(1) : s));
+  assert.deepEqual(decode(encode(swapped)), swapped);
+  assert.deepEqual(decode(payloads[0]), values);
+  // A payload of distinct strs first (the cache stops looking for it), repeats after.
+  const late = [...many.slice(0, 1000), ...near, ...near];
+  for (const options of modes) assert.equal(asTheMachine(encode(late), options), null);
+});
+
 test("record readers: every value they read inline, and every value that leaves them, as the machine reads it", () => {
   // Values the generated readers take themselves (small and SMALL_NEG ints, None, bools,
   // INTs of one and two varint bytes, non-integral FLOAT64s, SHORT_STRs, STRs of a one-byte
