@@ -332,6 +332,15 @@ class KeyNode {
   /** The readers of this sequence by a template (see templateReader), by the key lengths
    * and charges they were made for; null when code generation was refused. */
   tplReads: Map<string, TemplateRead | null> | null = null;
+  /** As a place's hints: the keys of the RECORDS read last there, as written in the input of
+   * the decode numbered recDecode (see BodyDecoder.fastRecordsKeys): where, in how many bytes,
+   * what they charged, and their trie node (null: none kept) and strs. */
+  recPos = 0;
+  recLen = 0;
+  recDecode = 0;
+  recCharge = 0;
+  recNode: KeyNode | null = null;
+  recKeys: string[] | null = null;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -1265,14 +1274,12 @@ export class BodyDecoder {
         return this.finishFrame(f);
       }
       case F.Records: {
-        const keys = f.recordKeys!, width = f.arity;
-        for (let j = 0; j < width; j++) {
-          f.childAt = this.pos;
-          this.recordsKey(f, this.fastKey());
-        }
+        const width = f.arity;
+        const node = this.fastRecordsKeys(f);
+        const keys = f.recordKeys!;
         const list = f.list!, rows = f.count, values = f.values!;
         // Object rows by the generated reader of their keys, where there is one.
-        const read = f.rowsAsObjects && rows > 1 ? rowReader(dictRecordNode(keys as string[], width), keys as string[]) : null;
+        const read = f.rowsAsObjects && rows > 1 ? rowReader(node ?? dictRecordNode(keys as string[], width), keys as string[]) : null;
         if (read !== null) {
           const place = this.place;
           for (let r = 0; r < rows; r++) list[r] = read(this);
@@ -2483,6 +2490,67 @@ export class BodyDecoder {
       f.rowsAsObjects = asObjects;
       f.rowMaker = null;
     }
+  }
+
+  /**
+   * The keys of the RECORDS of frame f, on the fast path: f.recordKeys and f.rowsAsObjects
+   * set as recordsKey sets them, and the keys' trie node returned when they are all strs (else
+   * null). A RECORDS of a place (the key whose value it is) mostly has the keys of the one
+   * before it there, written in the same bytes: github_issues' 155 lists of labels, all of
+   * the same 7 keys. Those of the last one at the place are kept (KeyNode.recPos and on), when
+   * each is an untracked str or a REF (same bytes, same str; a tracked str is a new value to
+   * record each time); a RECORDS whose keys' bytes are the same is charged what they charged
+   * and takes them, with no key read, looked up or checked again (they were distinct, and
+   * none is a number for the hash limits). When the charge would pass max_alloc, the keys
+   * are read one by one, so that the error is the one key by key gives.
+   */
+  private fastRecordsKeys(f: Frame): KeyNode | null {
+    const holder = this.place === null ? keyTrie : firstKeyHints(this.place);
+    const width = f.arity, keysAt = this.pos;
+    let node = holder.recNode;
+    if (node !== null && holder.recDecode === this.decodeId && node.depth === width) {
+      const len = holder.recLen;
+      if (len <= this.end - keysAt && this.spent + holder.recCharge <= this.maxAlloc && this.sameBytes(holder.recPos, keysAt, len)) {
+        this.spent += holder.recCharge;
+        this.pos = keysAt + len;
+        // Shared with the RECORDS that kept them: a frame's keys are only read once complete.
+        f.recordKeys = holder.recKeys;
+        f.rowsAsObjects = this.objectDicts && node.plain;
+        f.rowMaker = null;
+        return node;
+      }
+    }
+    const buf = this.buf;
+    // What the keys charge, when each is an untracked str or a REF (else -1: none kept).
+    let charge = 0;
+    for (let j = 0; j < width; j++) {
+      const keyAt = this.pos;
+      f.childAt = keyAt;
+      this.recordsKey(f, this.fastKey());
+      const tag = buf[keyAt];
+      if (charge < 0 || tag === 0x93) continue;
+      if (tag >= 0x40 && tag < 0x58) charge += cost.str(tag - 0x40);
+      else if (tag === 0x68) {
+        // The str's bytes: the key's, less its tag and its length's varint.
+        let data = keyAt + 1;
+        while (buf[data] >= 0x80) data++;
+        charge += cost.str(this.pos - data - 1);
+      } else charge = -1;
+    }
+    const keys = f.recordKeys!;
+    for (let j = 0; j < width; j++) if (typeof keys[j] !== "string") charge = -1;
+    if (charge < 0 || width > MAX_RECORD_KEYS) {
+      holder.recNode = null;
+      return null;
+    }
+    node = dictRecordNode(keys as string[], width);
+    holder.recNode = node;
+    holder.recKeys = keys as string[];
+    holder.recPos = keysAt;
+    holder.recLen = this.pos - keysAt;
+    holder.recDecode = this.decodeId;
+    holder.recCharge = charge;
+    return node;
   }
 
   /** One row of a RECORDS from its values (in the keys' order). */

@@ -717,6 +717,60 @@ test("record dicts: keys read through the key trie give what the stack machine g
   back.forEach((o, i) => assert.deepEqual(Object.entries(o), [[`k${i}`, i], ["same", i]]));
 });
 
+test("records keys: a RECORDS whose keys repeat the bytes of the one before at its place gives what the machine gives", () => {
+  const modes = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  const agree = (payload: Uint8Array) => {
+    for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+  };
+  // Lists of labels at one place: the same keys (short strs, a STR of a one-byte and one of
+  // a two-byte length), then keys that differ in one byte, in length or in number, then the
+  // same again.
+  const long = "k".repeat(30), longer = "q".repeat(200);
+  const label = (i: number) => ({ id: i, name: `n${i}`, [long]: i % 3, [longer]: null });
+  const labels = (i: number) => [label(i), label(i + 1)];
+  // Made anew each time: an item met twice would be a REF's target (a Map, not a record).
+  const items = () => Array.from({ length: 6 }, (_, i) => ({ n: i, labels: labels(i) }));
+  const odd = (f: (l: Record<string, unknown>) => Record<string, unknown>) => ({ n: 9, labels: labels(9).map(f) });
+  const rename = (from: string, to: string) => (l: Record<string, unknown>) => Object.fromEntries(Object.entries(l).map(([k, v]) => [k === from ? to : k, v]));
+  const payload = encode([
+    ...items(), odd(rename("name", "nama")), ...items(), odd(rename(long, long + "k")), odd(rename(longer, "q" + longer.slice(1, -1) + "r")),
+    odd(({ id, name }) => ({ id, name })), ...items(),
+  ]);
+  assert.ok(toHex(payload).includes("7b0204"), "labels written as RECORDS");
+  for (let round = 0; round < 2; round++) agree(payload);
+  const back = decode(payload, modes[1]) as { labels: object[] }[];
+  assert.deepEqual(back[6].labels.map((l) => Object.keys(l)), [["id", "nama", long, longer], ["id", "nama", long, longer]]);
+  assert.deepEqual(back.at(-1)!.labels, labels(5));
+  // Every allocation budget that runs out inside them, keys included: the same error at the
+  // same offset as the machine's (a RECORDS whose keys' charge would pass the budget reads
+  // them one by one).
+  const objects = modes[1];
+  let spent = 0;
+  for (let hi = 1 << 22; spent < hi;) {
+    const mid = (spent + hi) >> 1;
+    if (asTheMachine(payload, { ...objects, maxAlloc: mid }) === null) hi = mid;
+    else spent = mid + 1;
+  }
+  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 6000; maxAlloc -= 3) {
+    assert.equal(asTheMachine(payload, { ...objects, maxAlloc })?.kind, "alloc_limit");
+  }
+  for (let cut = payload.length - 400; cut < payload.length; cut++) {
+    for (const options of modes) assert.notEqual(asTheMachine(payload.subarray(0, cut), options), null);
+  }
+  // Keys as Python writes them: tracked strs, then REFs to them (the second and third
+  // RECORDS alike); tracked strs are never taken as before (each is a value to record: the
+  // REF at the end is to the second RECORDS's key).
+  const refs = hexBytes("ab4101 5b 7b0202 c161 c162 01 02 03 04 7b0202 9304 9306 05 06 07 08 7b0202 9304 9306 09 0a 0b 0c");
+  agree(refs);
+  assert.deepEqual(decode(refs, objects), [[{ a: 1, b: 2 }, { a: 3, b: 4 }], [{ a: 5, b: 6 }, { a: 7, b: 8 }], [{ a: 9, b: 10 }, { a: 11, b: 12 }]]);
+  const tracked = hexBytes("ab4101 5b 7b0202 c161 c162 01 02 03 04 7b0202 c161 c162 05 06 07 08 930f");
+  agree(tracked);
+  assert.equal((decode(tracked, objects) as unknown[])[2], "a");
+  // The same offsets holding other keys in the next payload.
+  const other = hexBytes("ab4101 5b 7b0202 c178 c162 01 02 03 04 7b0202 9304 9306 05 06 07 08 7b0202 9304 9306 09 0a 0b 0c");
+  assert.deepEqual(Object.keys((decode(other, objects) as object[][])[2][0]), ["x", "b"]);
+});
+
 test("short str cache: repeats, near misses, collisions and later payloads give what the machine gives", () => {
   const modes = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
   // Every length the cache takes (1 to 12) and one beyond, strs that differ only in their
