@@ -771,6 +771,45 @@ test("records keys: a RECORDS whose keys repeat the bytes of the one before at i
   assert.deepEqual(Object.keys((decode(other, objects) as object[][])[2][0]), ["x", "b"]);
 });
 
+test("record readers: dicts and short lists as values, read by the readers' own branches, at any depth, as the machine reads them", () => {
+  // The generated readers read a SHORT_DICT value (object mode) and a SHORT_LIST value
+  // themselves, up to the fast path's depth (128 levels), past it by the machine.
+  const modes = [
+    { placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }, { placeholders: "plain" as const },
+    { placeholders: true, dicts: "object" as const },
+  ];
+  const agree = (value: unknown) => {
+    const payload = encode(value);
+    for (let round = 0; round < 2; round++) for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+  };
+  const rec = (v: unknown) => ({ id: 1, v, w: [1, "a", null] });
+  let deep: unknown = rec(null);
+  for (let i = 0; i < 200; i++) deep = i % 3 === 0 ? rec([deep, 1]) : rec(i % 3 === 1 ? { v: deep, u: [1] } : [deep]);
+  agree([rec({ a: 1 }), rec({ a: 2 }), rec([1, 2, 3]), rec([]), rec({}), deep]);
+  // Far deeper than any call stack allows recursion (8000 levels of dicts the readers read,
+  // outermost, then lists): the readers hand over at 128 levels.
+  let deeper: unknown = null;
+  for (let i = 0; i < 9000; i++) deeper = i >= 1000 || i % 2 === 0 ? { id: i, v: deeper } : { id: i, v: [deeper] };
+  const far = encode([deeper, { id: 0, v: null }], { refs: false, maxDepth: 10000 });
+  // Twice: the second decode starts with the readers the first made.
+  for (const options of [...modes, ...modes]) {
+    // (Compared by their encodings: a deep comparison would recurse as deep as they are.)
+    const o = { ...options, maxDepth: 10000 };
+    const again = (v: unknown) => toHex(encode(v, { refs: false, maxDepth: 10000 }));
+    assert.equal(again(decode(far, o)), again(trace(far, o).events[0].value));
+  }
+  // As values of plain records and placeholders (a shape's readers), dicts as Maps too.
+  const pt = (x: unknown) => new Placeholder("geo", "Pt", "ATTRS", ["x", "y"], [x, [1]]);
+  let nested: unknown = pt(1);
+  for (let i = 0; i < 200; i++) nested = pt(i % 2 === 0 ? new Map([["k", nested]]) : [nested]);
+  agree([pt(new Map([["k", 1]])), pt(new Map<string, unknown>([["k", 2], ["j", [3]]])), nested]);
+  // Cut anywhere inside them: the same error at the same offset.
+  const payload = encode([rec({ a: 1, b: [1, 2] }), rec({ a: 2, b: [3] }), rec({ a: 3, b: [4, 5, 6] })]);
+  for (let cut = 3; cut < payload.length; cut++) {
+    for (const options of modes) assert.notEqual(asTheMachine(payload.subarray(0, cut), options), null);
+  }
+});
+
 test("short str cache: repeats, near misses, collisions and later payloads give what the machine gives", () => {
   const modes = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
   // Every length the cache takes (1 to 12) and one beyond, strs that differ only in their
