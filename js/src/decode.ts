@@ -1081,50 +1081,44 @@ export class BodyDecoder {
     this.charge(cost.str(n), at);
     this.pos = end;
     // Through the cache while it hits (its three words need 12 bytes of input at start).
+    // Written out here, not called: shortStr is not inlined into the generated readers
+    // that call it, and a second call per str was 3% of product_catalog's instructions.
     if (n <= STR_CACHE_MAX && n !== 0 && this.strMisses <= STR_CACHE_TRIAL + this.strHits && this.end - start >= 12) {
-      const s = this.cachedShortStr(start, n);
-      if (s !== null) return s;
+      const dv = this.dv();
+      let w0 = dv.getInt32(start, true), w1 = 0, w2 = 0;
+      if (n <= 4) w0 &= LOW_BYTES[n];
+      else if (n <= 8) w1 = dv.getInt32(start + 4, true) & LOW_BYTES[n - 4];
+      else {
+        w1 = dv.getInt32(start + 4, true);
+        w2 = dv.getInt32(start + 8, true) & LOW_BYTES[n - 8];
+      }
+      if (((w0 | w1 | w2) & 0x80808080) === 0) {
+        const h = (Math.imul(w0 ^ n, 0x9e3779b1) + Math.imul(w1, 0x85ebca6b) + Math.imul(w2, 0xc2b2ae35)) | 0;
+        const slot = (h ^ (h >>> 16)) & (STR_CACHE_SLOTS - 1);
+        const k = slot << 2;
+        const words = strCacheWords;
+        if (words[k] === w0 && words[k + 1] === w1 && words[k + 2] === w2 && words[k + 3] === n) {
+          this.strHits++;
+          return strCacheTexts[slot];
+        }
+        this.strMisses++;
+        const text = asciiString(this.buf, start, n)!;
+        words[k] = w0;
+        words[k + 1] = w1;
+        words[k + 2] = w2;
+        words[k + 3] = n;
+        strCacheTexts[slot] = text;
+        return text;
+      }
+      // Not all ASCII: not cached, and counted as a miss (payloads of non-ASCII strs stop
+      // looking too).
+      this.strMisses++;
     }
     const buf = this.buf;
     if (this.isAsciiSpan(start, end)) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
     const s = decodeUtf8(buf, start, end);
     if (s === null) throw this.err("invalid_utf8", start);
     return s;
-  }
-
-  /** The str of the n bytes (1 to 12, with 12 bytes of input at start) at `start` through
-   * the short str cache, or null when they are not all ASCII. Out of shortStr, which stays
-   * small enough for V8 to inline. */
-  private cachedShortStr(start: number, n: number): string | null {
-    const dv = this.dv();
-    let w0 = dv.getInt32(start, true), w1 = 0, w2 = 0;
-    if (n <= 4) w0 &= LOW_BYTES[n];
-    else if (n <= 8) w1 = dv.getInt32(start + 4, true) & LOW_BYTES[n - 4];
-    else {
-      w1 = dv.getInt32(start + 4, true);
-      w2 = dv.getInt32(start + 8, true) & LOW_BYTES[n - 8];
-    }
-    if (((w0 | w1 | w2) & 0x80808080) !== 0) {
-      // Not cached, and counted as a miss: payloads of non-ASCII strs stop looking too.
-      this.strMisses++;
-      return null;
-    }
-    const h = (Math.imul(w0 ^ n, 0x9e3779b1) + Math.imul(w1, 0x85ebca6b) + Math.imul(w2, 0xc2b2ae35)) | 0;
-    const slot = (h ^ (h >>> 16)) & (STR_CACHE_SLOTS - 1);
-    const k = slot << 2;
-    const words = strCacheWords;
-    if (words[k] === w0 && words[k + 1] === w1 && words[k + 2] === w2 && words[k + 3] === n) {
-      this.strHits++;
-      return strCacheTexts[slot];
-    }
-    this.strMisses++;
-    const text = asciiString(this.buf, start, n)!;
-    words[k] = w0;
-    words[k + 1] = w1;
-    words[k + 2] = w2;
-    words[k + 3] = n;
-    strCacheTexts[slot] = text;
-    return text;
   }
 
   /** Whether the bytes [start, end) of the input are all ASCII: from 4 bytes on, 32 bits at
