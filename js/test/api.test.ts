@@ -810,6 +810,25 @@ test("record readers: dicts and short lists as values, read by the readers' own 
   }
 });
 
+test("long strs: made by the native decoder, valid or not, as the machine makes them", () => {
+  const modes = [{}, { placeholders: "plain" as const, dicts: "object" as const }];
+  const strs = ["a".repeat(255), "b".repeat(256), "c".repeat(5000), "é".repeat(200), "x".repeat(300) + "\u{1F600}", "\uFFFD".repeat(100)];
+  const payload = encode([...strs, { k: strs[2] }]);
+  for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+  assert.deepEqual(decode(payload), [...strs, new Map([["k", strs[2]]])]);
+  // A STR of 300 bytes whose byte 290 (a lone continuation byte, an overlong form, a
+  // surrogate) is not UTF-8: refused at its first byte (8), as the machine refuses it.
+  for (const bad of ["80", "c0af", "eda080"]) {
+    const body = "61".repeat(290) + bad + "61".repeat(10 - bad.length / 2);
+    const b = hexBytes(`ab4101 5a 01 68ac02 ${body}`);
+    for (const options of modes) {
+      const e = asTheMachine(b, options);
+      assert.equal(e?.kind, "invalid_utf8", bad);
+      assert.equal(e?.offset, 8, bad);
+    }
+  }
+});
+
 test("short str cache: repeats, near misses, collisions and later payloads give what the machine gives", () => {
   const modes = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
   // Every length the cache takes (1 to 12) and one beyond, strs that differ only in their
