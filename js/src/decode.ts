@@ -751,6 +751,20 @@ const LONG_STR = 256;
 const KEY_CACHE_SIZE = 4096;
 const keyCache: ({ bytes: Uint8Array; text: string } | undefined)[] = new Array(KEY_CACHE_SIZE);
 
+/** Whether the bytes [start, end) of the view, at least 4, are all ASCII: 32 bits at a time
+ * (unaligned little-endian loads, the last one overlapping). A function of its own, given
+ * the view, rather than the loop written in BodyDecoder.isAsciiSpan: V8 compiled it to
+ * about 70 fewer instructions per str where it inlined it (valgrind: 12% of the str reads
+ * of a list of 36 to 100-byte strs). */
+function asciiWords(dv: DataView, start: number, end: number): boolean {
+  const last = end - 4;
+  let or = dv.getInt32(last, true);
+  let i = start;
+  for (; i + 8 <= last; i += 8) or |= dv.getInt32(i, true) | dv.getInt32(i + 4, true);
+  if (i < last) or |= dv.getInt32(i, true);
+  return (or & 0x80808080) === 0;
+}
+
 export class BodyDecoder {
   // Every field is set by init(), which a reused decoder runs again for each decode.
   private buf!: Uint8Array;
@@ -1135,13 +1149,7 @@ export class BodyDecoder {
       for (let i = start; i < end; i++) or |= buf[i];
       return or < 0x80;
     }
-    const dv = this.dv();
-    const last = end - 4;
-    let or = dv.getInt32(last, true);
-    let i = start;
-    for (; i + 8 <= last; i += 8) or |= dv.getInt32(i, true) | dv.getInt32(i + 4, true);
-    if (i < last) or |= dv.getInt32(i, true);
-    return (or & 0x80808080) === 0;
+    return asciiWords(this.dv(), start, end);
   }
 
   /** An INT at `at`: up to 4 varint bytes inline (every int below 2^27 in magnitude); longer
