@@ -122,8 +122,13 @@ function CHARGE(c: number | string, at: string): string {
  * any other float, and one the input cannot hold, by the fast path); as the fast path
  * takes them (no charge), SMALL_NEG, None, False and True; an INT of one to three varint
  * bytes inline (u and w in scope too; ids of up to a million), a longer one (or one the
- * input may not hold) by int(); a STR of a one-byte length by str(). */
-function VALUE_READS(v: string): string {
+ * input may not hold) by int(); a STR of a one-byte length by str(); a SHORT_LIST by
+ * shortList() and, in object mode, a SHORT_DICT by fastRecord(), each up to FAST_DEPTH as
+ * fastTag reads them (`place`: the statement setting d.place, as the caller's fallback
+ * sets it): a record's nested dicts and lists (dto_1000's data and backoff, a product's
+ * price, tags, ...) then skip fast() and fastTag's dispatch, 4 to 6% of the instructions
+ * of dto_1000's and product_catalog's decodes. */
+function VALUE_READS(v: string, place = ""): string {
   return `else if (t < 0x58) { ${v} = d.shortStr(t - 0x40, p); p = d.pos; }
     else if (t === 0x6e && e - p > 8 && !Number.isInteger(x = dv.getFloat64(p + 1, true)) && x === x) { ${CHARGE(cost.SCALAR, "p")} ${v} = x; p += 9; }
     else if (t >= 0x80 && t < 0x93) { ${v} = t < 0x90 ? t - 0x90 : t === 0x90 ? null : t === 0x92; p++; }
@@ -132,7 +137,9 @@ function VALUE_READS(v: string): string {
       if (x < 0x80) p += 2; else if (u < 0x80) { x = (x & 0x7f) | (u << 7); p += 3; } else { x = (x & 0x7f) | ((u & 0x7f) << 7) | (w << 14); p += 4; }
       ${v} = (x >>> 1) ^ -(x & 1); }
     else if (t === 0x6c) { ${v} = d.int(p); p = d.pos; }
-    else if (t === 0x68 && e - p > 1 && (x = b[p + 1]) < 0x80) { ${v} = d.str(x, p, p + 2, false); p = d.pos; }`;
+    else if (t === 0x68 && e - p > 1 && (x = b[p + 1]) < 0x80) { ${v} = d.str(x, p, p + 2, false); p = d.pos; }
+    else if (t >= 0x58 && t < 0x5c && d.depth < ${FAST_DEPTH}) { ${place} ${v} = d.shortList(t - 0x58, p); p = d.pos; }
+    else if (t > 0x60 && t < 0x68 && d.objectDicts && d.depth < ${FAST_DEPTH}) { d.pos = p + 1; ${place} ${v} = d.fastRecord(t - 0x60, p, false); p = d.pos; }`;
 }
 
 type RecordMaker = (values: unknown[], info: ClassInfo) => object;
@@ -232,7 +239,7 @@ function rowReader(node: KeyNode, keys: string[]): RowRead | null {
     try {
       let body = "const b = d.buf, e = d.end, dv = d.dv(); let p = d.pos, t = 0, x = 0, u = 0, w = 0;\n";
       for (let i = 0; i < keys.length; i++) {
-        body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
+        body += `let v${i}; t = p < e ? b[p] : 0xff; if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`, `d.place = N[${i + 1}];`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
       }
       const props = keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ");
       body += `d.pos = p;\nreturn { ${props} };`;
@@ -332,6 +339,15 @@ class KeyNode {
   /** The readers of this sequence by a template (see templateReader), by the key lengths
    * and charges they were made for; null when code generation was refused. */
   tplReads: Map<string, TemplateRead | null> | null = null;
+  /** As a place's hints: the keys of the RECORDS read last there, as written in the input of
+   * the decode numbered recDecode (see BodyDecoder.fastRecordsKeys): where, in how many bytes,
+   * what they charged, and their trie node (null: none kept) and strs. */
+  recPos = 0;
+  recLen = 0;
+  recDecode = 0;
+  recCharge = 0;
+  recNode: KeyNode | null = null;
+  recKeys: string[] | null = null;
   constructor(
     /** The last key of the sequence ("" at the root). */
     readonly key: string,
@@ -479,7 +495,7 @@ function templateReader(node: KeyNode, tpl: KeyTemplate, d: { makerBudget: numbe
       body += `const q${i} = p; ${charge}p += ${len}; let v${i}; t = p < e ? b[p] : 0xff;\n`;
     }
     // The place (see BodyDecoder.place) matters only to a dict, read by the fast path.
-    body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
+    body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`, `d.place = N[${i + 1}];`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
   }
   body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
   try {
@@ -551,7 +567,7 @@ function recordReader(node: KeyNode): RecordReader | null {
     body += `if (e - p < ${bytes.length} || !(${same})) { const V = d.missValues; ${saved}d.pos = p; d.missAt = ${i}; return MISS; }\n`;
     // The value: the commonest kinds here (VALUE_READS), anything else by the fast path.
     body += `${CHARGE(cost.str(utf8.length), "p")} p += ${bytes.length}; let v${i}; t = p < e ? b[p] : 0xff;\n`;
-    body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
+    body += `if (t < 0x40) { v${i} = t; p++; } ${VALUE_READS(`v${i}`, `d.place = N[${i + 1}];`)} else { d.pos = p; d.place = N[${i + 1}]; v${i} = d.fast(); p = d.pos; }\n`;
   }
   body += `d.pos = p;\nreturn { ${keys.map((k, i) => `${JSON.stringify(k)}: v${i}`).join(", ")} };`;
   try {
@@ -706,9 +722,48 @@ function newTuple(n: number): Tuple {
   return t;
 }
 
+/**
+ * Short ASCII strs met before, by their bytes: JSON-like payloads repeat their short values
+ * (currencies, states, tags, types: 92% of product_catalog's strs of up to 12 bytes are
+ * repeats), and a hit returns the str made before instead of making one (a substring of
+ * the window copies strs that short, and each is garbage for the collector). Each slot holds
+ * a str's bytes as three little-endian words, zero past its length, and the length; a hit
+ * compares all four, so it is the same str. Direct-mapped: a collision replaces the slot, so
+ * the table never grows and crafted input can only make misses. Shared by all decodes; what
+ * it keeps is at most STR_CACHE_SLOTS flat strs of up to 12 characters (made by asciiString,
+ * never cut from a window, which a str kept here would keep alive).
+ */
+const STR_CACHE_SLOTS = 4096;
+const STR_CACHE_MAX = 12;
+const strCacheWords = new Int32Array(4 * STR_CACHE_SLOTS);
+const strCacheTexts: string[] = new Array<string>(STR_CACHE_SLOTS).fill("");
+/** The low n bytes of a word (n from 1 to 4). */
+const LOW_BYTES = new Int32Array([0, 0xff, 0xffff, 0xffffff, -1]);
+/** Misses a decode takes before its hits must keep up: payloads of distinct short strs (ids,
+ * names) stop looking after a few hundred, and then pay one comparison per str. */
+const STR_CACHE_TRIAL = 256;
+
+/** From this length a STR is decoded natively, never cut from a window (AsciiWindow makes
+ * strs this long on their own too). */
+const LONG_STR = 256;
+
 // Shared by all decodes: only valid strings enter it, and each hit compares every byte.
 const KEY_CACHE_SIZE = 4096;
 const keyCache: ({ bytes: Uint8Array; text: string } | undefined)[] = new Array(KEY_CACHE_SIZE);
+
+/** Whether the bytes [start, end) of the view, at least 4, are all ASCII: 32 bits at a time
+ * (unaligned little-endian loads, the last one overlapping). A function of its own, given
+ * the view, rather than the loop written in BodyDecoder.isAsciiSpan: V8 compiled it to
+ * about 70 fewer instructions per str where it inlined it (valgrind: 12% of the str reads
+ * of a list of 36 to 100-byte strs). */
+function asciiWords(dv: DataView, start: number, end: number): boolean {
+  const last = end - 4;
+  let or = dv.getInt32(last, true);
+  let i = start;
+  for (; i + 8 <= last; i += 8) or |= dv.getInt32(i, true) | dv.getInt32(i + 4, true);
+  if (i < last) or |= dv.getInt32(i, true);
+  return (or & 0x80808080) === 0;
+}
 
 export class BodyDecoder {
   // Every field is set by init(), which a reused decoder runs again for each decode.
@@ -757,6 +812,9 @@ export class BodyDecoder {
   makerBudget = 0;
   /** Long ASCII strs are cut from windows of the input (see AsciiWindow). */
   private window = new AsciiWindow();
+  /** This decode's hits and misses of the short str cache (see strCacheWords). */
+  private strHits = 0;
+  private strMisses = 0;
   private incomplete: Set<number> | null = null;
   /** The open containers; a reused decoder keeps its frames (and their scratch arrays). */
   private stack: Frame[] = [];
@@ -807,6 +865,8 @@ export class BodyDecoder {
     this.refMask = 0;
     this.refValues = [];
     this.decodeId = ++decodeCount;
+    this.strHits = 0;
+    this.strMisses = 0;
     this.otherKey = undefined;
     this.place = null;
     this.makerBudget = 16 + ((end - start) >> 10);
@@ -1010,6 +1070,15 @@ export class BodyDecoder {
     return this.fastTag(tag, at);
   }
 
+  /** A SHORT_LIST of n items at `at`, read here with no frame (the checks and charge of
+   * openList); the caller checked FAST_DEPTH. */
+  private shortList(n: number, at: number): unknown[] {
+    this.pos = at + 1;
+    this.enter(at);
+    if (n > this.end - this.pos) throw this.err("length_too_large", at, `list declares ${n} items but only ${this.end - this.pos} bytes are left`);
+    return this.fastList(n, at);
+  }
+
   /** An untracked list of n items (depth entered, n checked against the input). */
   private fastList(n: number, at: number): unknown[] {
     this.charge(cost.list(n), at);
@@ -1029,6 +1098,40 @@ export class BodyDecoder {
     if (end > this.end) throw this.err("truncated", at);
     this.charge(cost.str(n), at);
     this.pos = end;
+    // Through the cache while it hits (its three words need 12 bytes of input at start).
+    // Written out here, not called: shortStr is not inlined into the generated readers
+    // that call it, and a second call per str was 3% of product_catalog's instructions.
+    if (n <= STR_CACHE_MAX && n !== 0 && this.strMisses <= STR_CACHE_TRIAL + this.strHits && this.end - start >= 12) {
+      const dv = this.dv();
+      let w0 = dv.getInt32(start, true), w1 = 0, w2 = 0;
+      if (n <= 4) w0 &= LOW_BYTES[n];
+      else if (n <= 8) w1 = dv.getInt32(start + 4, true) & LOW_BYTES[n - 4];
+      else {
+        w1 = dv.getInt32(start + 4, true);
+        w2 = dv.getInt32(start + 8, true) & LOW_BYTES[n - 8];
+      }
+      if (((w0 | w1 | w2) & 0x80808080) === 0) {
+        const h = (Math.imul(w0 ^ n, 0x9e3779b1) + Math.imul(w1, 0x85ebca6b) + Math.imul(w2, 0xc2b2ae35)) | 0;
+        const slot = (h ^ (h >>> 16)) & (STR_CACHE_SLOTS - 1);
+        const k = slot << 2;
+        const words = strCacheWords;
+        if (words[k] === w0 && words[k + 1] === w1 && words[k + 2] === w2 && words[k + 3] === n) {
+          this.strHits++;
+          return strCacheTexts[slot];
+        }
+        this.strMisses++;
+        const text = asciiString(this.buf, start, n)!;
+        words[k] = w0;
+        words[k + 1] = w1;
+        words[k + 2] = w2;
+        words[k + 3] = n;
+        strCacheTexts[slot] = text;
+        return text;
+      }
+      // Not all ASCII: not cached, and counted as a miss (payloads of non-ASCII strs stop
+      // looking too).
+      this.strMisses++;
+    }
     const buf = this.buf;
     if (this.isAsciiSpan(start, end)) return this.window.enabled ? this.window.slice(buf, start, end, this.end) : asciiString(buf, start, n)!;
     const s = decodeUtf8(buf, start, end);
@@ -1046,13 +1149,7 @@ export class BodyDecoder {
       for (let i = start; i < end; i++) or |= buf[i];
       return or < 0x80;
     }
-    const dv = this.dv();
-    const last = end - 4;
-    let or = dv.getInt32(last, true);
-    let i = start;
-    for (; i + 8 <= last; i += 8) or |= dv.getInt32(i, true) | dv.getInt32(i + 4, true);
-    if (i < last) or |= dv.getInt32(i, true);
-    return (or & 0x80808080) === 0;
+    return asciiWords(this.dv(), start, end);
   }
 
   /** An INT at `at`: up to 4 varint bytes inline (every int below 2^27 in magnitude); longer
@@ -1139,14 +1236,8 @@ export class BodyDecoder {
         }
         v = this.untracedValue();
         break;
-      case 0x58: case 0x59: case 0x5a: case 0x5b: {
-        // An untracked list, read here with no frame (the checks and charge of openList).
-        const n = tag - 0x58;
-        this.pos = at + 1;
-        this.enter(at);
-        if (n > this.end - this.pos) throw this.err("length_too_large", at, `list declares ${n} items but only ${this.end - this.pos} bytes are left`);
-        return this.fastList(n, at);
-      }
+      case 0x58: case 0x59: case 0x5a: case 0x5b:
+        return this.shortList(tag - 0x58, at);
       case 0x71:
         this.pos = at + 1;
         this.enter(at);
@@ -1199,22 +1290,20 @@ export class BodyDecoder {
         return this.finishFrame(f);
       }
       case F.Records: {
-        const keys = f.recordKeys!, width = f.arity;
-        for (let j = 0; j < width; j++) {
-          f.childAt = this.pos;
-          this.recordsKey(f, this.fastKey());
-        }
+        const width = f.arity;
+        const node = this.fastRecordsKeys(f);
+        const keys = f.recordKeys!;
         const list = f.list!, rows = f.count, values = f.values!;
         // Object rows by the generated reader of their keys, where there is one.
-        const read = f.rowsAsObjects && rows > 1 ? rowReader(dictRecordNode(keys as string[], width), keys as string[]) : null;
+        const read = f.rowsAsObjects && rows > 1 ? rowReader(node ?? dictRecordNode(keys as string[], width), keys as string[]) : null;
         if (read !== null) {
           const place = this.place;
-          for (let r = 0; r < rows; r++) list.push(read(this));
+          for (let r = 0; r < rows; r++) list[r] = read(this);
           this.place = place;
         } else {
           for (let r = 0; r < rows; r++) {
             for (let j = 0; j < width; j++) values[j] = this.fast();
-            list.push(this.recordsRow(f, keys, values));
+            list[r] = this.recordsRow(f, keys, values);
           }
         }
         f.remaining = 0;
@@ -1633,7 +1722,8 @@ export class BodyDecoder {
         else {
           f.values![f.rowIndex++] = v;
           if (f.rowIndex === f.arity) {
-            f.list!.push(this.recordsRow(f, keys, f.values!));
+            // The row's index: `remaining` still counts this value, the last of the row.
+            f.list![f.count - Math.ceil(f.remaining / f.arity)] = this.recordsRow(f, keys, f.values!);
             f.rowIndex = 0;
           }
         }
@@ -1643,7 +1733,7 @@ export class BodyDecoder {
         const values = f.values!;
         values[f.rowIndex++] = v;
         if (f.rowIndex === f.arity) {
-          f.list!.push(this.rowInstance(f.shape!, values));
+          f.list![f.count - Math.ceil(f.remaining / f.arity)] = this.rowInstance(f.shape!, values);
           f.rowIndex = 0;
           if (f.remaining > 1 && this.rowKeepsValues(f.shape!)) f.values = newArray(f.arity);
         }
@@ -2131,6 +2221,14 @@ export class BodyDecoder {
     this.pos = end;
     const buf = this.buf;
     if (!surrogates) {
+      // A long str is made on its own (see AsciiWindow) and checked by the native decoder,
+      // whose ASCII scan is far faster than a JS one over the same bytes (github_issues'
+      // bodies: 2% of its decode).
+      if (n >= LONG_STR) {
+        const s = decodeUtf8(buf, start, end);
+        if (s === null) throw this.err("invalid_utf8", start);
+        return s;
+      }
       if (this.window.enabled) {
         if (this.isAsciiSpan(start, end)) return this.window.slice(buf, start, end, this.end);
       } else if (n <= 64) {
@@ -2367,7 +2465,9 @@ export class BodyDecoder {
       throw this.err("length_too_large", at, `RECORDS declares ${rows} rows of ${width} keys, which with the keys need more than the ${left} bytes left`);
     }
     this.charge(cost.records(rows, width), at);
-    const list: unknown[] = [];
+    // The list at its full length, filled by index (the count is bounded by the bytes left,
+    // checked above, and charged): pushed one by one, it grew and was copied tens of times.
+    const list: unknown[] = rows === 0 ? [] : newArray(rows);
     if (trackOff >= 0) this.record(trackOff, list);
     const f = this.pushFrame(F.Records, at);
     f.container = null;
@@ -2414,6 +2514,67 @@ export class BodyDecoder {
       f.rowsAsObjects = asObjects;
       f.rowMaker = null;
     }
+  }
+
+  /**
+   * The keys of the RECORDS of frame f, on the fast path: f.recordKeys and f.rowsAsObjects
+   * set as recordsKey sets them, and the keys' trie node returned when they are all strs (else
+   * null). A RECORDS of a place (the key whose value it is) mostly has the keys of the one
+   * before it there, written in the same bytes: github_issues' 155 lists of labels, all of
+   * the same 7 keys. Those of the last one at the place are kept (KeyNode.recPos and on), when
+   * each is an untracked str or a REF (same bytes, same str; a tracked str is a new value to
+   * record each time); a RECORDS whose keys' bytes are the same is charged what they charged
+   * and takes them, with no key read, looked up or checked again (they were distinct, and
+   * none is a number for the hash limits). When the charge would pass max_alloc, the keys
+   * are read one by one, so that the error is the one key by key gives.
+   */
+  private fastRecordsKeys(f: Frame): KeyNode | null {
+    const holder = this.place === null ? keyTrie : firstKeyHints(this.place);
+    const width = f.arity, keysAt = this.pos;
+    let node = holder.recNode;
+    if (node !== null && holder.recDecode === this.decodeId && node.depth === width) {
+      const len = holder.recLen;
+      if (len <= this.end - keysAt && this.spent + holder.recCharge <= this.maxAlloc && this.sameBytes(holder.recPos, keysAt, len)) {
+        this.spent += holder.recCharge;
+        this.pos = keysAt + len;
+        // Shared with the RECORDS that kept them: a frame's keys are only read once complete.
+        f.recordKeys = holder.recKeys;
+        f.rowsAsObjects = this.objectDicts && node.plain;
+        f.rowMaker = null;
+        return node;
+      }
+    }
+    const buf = this.buf;
+    // What the keys charge, when each is an untracked str or a REF (else -1: none kept).
+    let charge = 0;
+    for (let j = 0; j < width; j++) {
+      const keyAt = this.pos;
+      f.childAt = keyAt;
+      this.recordsKey(f, this.fastKey());
+      const tag = buf[keyAt];
+      if (charge < 0 || tag === 0x93) continue;
+      if (tag >= 0x40 && tag < 0x58) charge += cost.str(tag - 0x40);
+      else if (tag === 0x68) {
+        // The str's bytes: the key's, less its tag and its length's varint.
+        let data = keyAt + 1;
+        while (buf[data] >= 0x80) data++;
+        charge += cost.str(this.pos - data - 1);
+      } else charge = -1;
+    }
+    const keys = f.recordKeys!;
+    for (let j = 0; j < width; j++) if (typeof keys[j] !== "string") charge = -1;
+    if (charge < 0 || width > MAX_RECORD_KEYS) {
+      holder.recNode = null;
+      return null;
+    }
+    node = dictRecordNode(keys as string[], width);
+    holder.recNode = node;
+    holder.recKeys = keys as string[];
+    holder.recPos = keysAt;
+    holder.recLen = this.pos - keysAt;
+    holder.recDecode = this.decodeId;
+    holder.recCharge = charge;
+    return node;
   }
 
   /** One row of a RECORDS from its values (in the keys' order). */
@@ -2466,7 +2627,9 @@ export class BodyDecoder {
       throw this.err("length_too_large", at, `OBJECT_ROWS declares ${rows} rows of at least ${least} bytes but only ${left} bytes are left`);
     }
     this.charge(cost.objectRows(rows, k, c), at);
-    const list: unknown[] = [];
+    // At its full length, as a RECORDS's list (see openRecords): structs_100k's 100000 rows
+    // pushed one by one cost a fifth of its decode in copies and their garbage.
+    const list: unknown[] = rows === 0 ? [] : newArray(rows);
     if (trackOff >= 0) this.record(trackOff, list);
     if (this.tracer !== null) {
       this.lastRowsShape = shape;
@@ -2556,10 +2719,10 @@ export class BodyDecoder {
         const info = shape.info;
         if (columns === null) {
           const read = shape.read!;
-          for (let r = 0; r < rows; r++) list.push(read(this, info));
+          for (let r = 0; r < rows; r++) list[r] = read(this, info);
         } else {
           const read = shape.readRow!;
-          for (let r = 0; r < rows; r++) list.push(read(this, info, columns));
+          for (let r = 0; r < rows; r++) list[r] = read(this, info, columns);
         }
         f.remaining = 0;
         return this.finishFrame(f);
@@ -2573,7 +2736,7 @@ export class BodyDecoder {
       } else {
         for (let j = 0; j < k; j++) values[j] = columns[j] !== 0 ? this.columnFloat(this.pos) : this.fast();
       }
-      list.push(this.rowInstance(shape, values));
+      list[r] = this.rowInstance(shape, values);
       if (keeps && r + 1 < rows) values = newArray(k);
     }
     f.remaining = 0;
@@ -2898,9 +3061,12 @@ export class BodyDecoder {
     }
     this.charge(cost.shape(this.pos - start), at);
     const allowed = this.resolve(module, qualname, kind, fields, at);
-    // Every property from the start (factory too): one hidden class for all shapes.
+    // Every property from the start (factory and the readers too): one hidden class for all
+    // shapes. A property added later (readRow was) moves a shape to a class V8 holds only
+    // weakly: each full GC that found no shape left dropped it, and with it the optimized
+    // fastRows, which then ran unoptimized again after every GC.
     const shape: Shape = {
-      module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined,
+      module, qualname, kind, fields, allowed, info: { module, qualname, kind, fields }, factory: undefined, read: undefined, readRow: undefined,
       placeholderAttrs: allowed === null && kind === "ATTRS" && fields !== null && fields.length > 0,
     };
     this.shapes.push(shape);

@@ -123,6 +123,33 @@ test("records: lists of dicts with the same keys are written once, as plain obje
   assert.throws(() => encode([{ a: 1, b: 2 }, { a: 3, b: undefined }]), (e: unknown) => e instanceof EncodeError && /undefined/.test(String(e)));
 });
 
+test("records and object rows: each list made for all its rows at once, filled as the machine fills it", () => {
+  // The list of a RECORDS or OBJECT_ROWS is made with its declared row count and filled by
+  // index: a row may hold the list itself (recorded before its rows), there may be none, or
+  // too many for the input (refused before any list is made).
+  const modes = [{}, { placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  const list: unknown[] = Array.from({ length: 5 }, (_, i) => new Map<string, unknown>([["a", i], ["b", null]]));
+  (list[1] as Map<string, unknown>).set("b", list);
+  const cyclic = encode(list);
+  assert.equal(cyclic[3], 0xfb);
+  const rows = [point(0.5, 1), point(1.5, list), point(2.5, null)];
+  list.push(rows);
+  const both = encode(Tuple.fromItems([list, rows]));
+  for (const options of modes) {
+    assert.equal(asTheMachine(cyclic, options), null);
+    // (Without placeholders the rows' class is refused; trace allows placeholders.)
+    if (options !== modes[0]) assert.equal(asTheMachine(both, options), null);
+    const back = decode(cyclic, options) as unknown[];
+    assert.equal(back.length, 5);
+    const row = back[1];
+    assert.equal(row instanceof Map ? row.get("b") : (row as Record<string, unknown>).b, back);
+    // No rows: an empty list, not one of a hole.
+    assert.deepEqual(decode(hexBytes("ab4101 7b 00 01 4161"), options), []);
+    const e = asTheMachine(hexBytes("ab4101 7b 05 01 4161 01 02"), options);
+    assert.equal(e?.kind, "length_too_large");
+  }
+});
+
 // OBJECT_ROWS (spec 5.17.9): the Point of the spec's examples, as a placeholder.
 const POINT = ["_vector_classes", "Point"] as const;
 const point = (...values: unknown[]) => new Placeholder(...POINT, "ATTRS", ["x", "y"], values);
@@ -688,6 +715,151 @@ test("record dicts: keys read through the key trie give what the stack machine g
   const back = decode(encode(many), { dicts: "object" }) as Record<string, number>[];
   assert.equal(back.length, many.length);
   back.forEach((o, i) => assert.deepEqual(Object.entries(o), [[`k${i}`, i], ["same", i]]));
+});
+
+test("records keys: a RECORDS whose keys repeat the bytes of the one before at its place gives what the machine gives", () => {
+  const modes = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  const agree = (payload: Uint8Array) => {
+    for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+  };
+  // Lists of labels at one place: the same keys (short strs, a STR of a one-byte and one of
+  // a two-byte length), then keys that differ in one byte, in length or in number, then the
+  // same again.
+  const long = "k".repeat(30), longer = "q".repeat(200);
+  const label = (i: number) => ({ id: i, name: `n${i}`, [long]: i % 3, [longer]: null });
+  const labels = (i: number) => [label(i), label(i + 1)];
+  // Made anew each time: an item met twice would be a REF's target (a Map, not a record).
+  const items = () => Array.from({ length: 6 }, (_, i) => ({ n: i, labels: labels(i) }));
+  const odd = (f: (l: Record<string, unknown>) => Record<string, unknown>) => ({ n: 9, labels: labels(9).map(f) });
+  const rename = (from: string, to: string) => (l: Record<string, unknown>) => Object.fromEntries(Object.entries(l).map(([k, v]) => [k === from ? to : k, v]));
+  const payload = encode([
+    ...items(), odd(rename("name", "nama")), ...items(), odd(rename(long, long + "k")), odd(rename(longer, "q" + longer.slice(1, -1) + "r")),
+    odd(({ id, name }) => ({ id, name })), ...items(),
+  ]);
+  assert.ok(toHex(payload).includes("7b0204"), "labels written as RECORDS");
+  for (let round = 0; round < 2; round++) agree(payload);
+  const back = decode(payload, modes[1]) as { labels: object[] }[];
+  assert.deepEqual(back[6].labels.map((l) => Object.keys(l)), [["id", "nama", long, longer], ["id", "nama", long, longer]]);
+  assert.deepEqual(back.at(-1)!.labels, labels(5));
+  // Every allocation budget that runs out inside them, keys included: the same error at the
+  // same offset as the machine's (a RECORDS whose keys' charge would pass the budget reads
+  // them one by one).
+  const objects = modes[1];
+  let spent = 0;
+  for (let hi = 1 << 22; spent < hi;) {
+    const mid = (spent + hi) >> 1;
+    if (asTheMachine(payload, { ...objects, maxAlloc: mid }) === null) hi = mid;
+    else spent = mid + 1;
+  }
+  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 6000; maxAlloc -= 3) {
+    assert.equal(asTheMachine(payload, { ...objects, maxAlloc })?.kind, "alloc_limit");
+  }
+  for (let cut = payload.length - 400; cut < payload.length; cut++) {
+    for (const options of modes) assert.notEqual(asTheMachine(payload.subarray(0, cut), options), null);
+  }
+  // Keys as Python writes them: tracked strs, then REFs to them (the second and third
+  // RECORDS alike); tracked strs are never taken as before (each is a value to record: the
+  // REF at the end is to the second RECORDS's key).
+  const refs = hexBytes("ab4101 5b 7b0202 c161 c162 01 02 03 04 7b0202 9304 9306 05 06 07 08 7b0202 9304 9306 09 0a 0b 0c");
+  agree(refs);
+  assert.deepEqual(decode(refs, objects), [[{ a: 1, b: 2 }, { a: 3, b: 4 }], [{ a: 5, b: 6 }, { a: 7, b: 8 }], [{ a: 9, b: 10 }, { a: 11, b: 12 }]]);
+  const tracked = hexBytes("ab4101 5b 7b0202 c161 c162 01 02 03 04 7b0202 c161 c162 05 06 07 08 930f");
+  agree(tracked);
+  assert.equal((decode(tracked, objects) as unknown[])[2], "a");
+  // The same offsets holding other keys in the next payload.
+  const other = hexBytes("ab4101 5b 7b0202 c178 c162 01 02 03 04 7b0202 9304 9306 05 06 07 08 7b0202 9304 9306 09 0a 0b 0c");
+  assert.deepEqual(Object.keys((decode(other, objects) as object[][])[2][0]), ["x", "b"]);
+});
+
+test("record readers: dicts and short lists as values, read by the readers' own branches, at any depth, as the machine reads them", () => {
+  // The generated readers read a SHORT_DICT value (object mode) and a SHORT_LIST value
+  // themselves, up to the fast path's depth (128 levels), past it by the machine.
+  const modes = [
+    { placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }, { placeholders: "plain" as const },
+    { placeholders: true, dicts: "object" as const },
+  ];
+  const agree = (value: unknown) => {
+    const payload = encode(value);
+    for (let round = 0; round < 2; round++) for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+  };
+  const rec = (v: unknown) => ({ id: 1, v, w: [1, "a", null] });
+  let deep: unknown = rec(null);
+  for (let i = 0; i < 200; i++) deep = i % 3 === 0 ? rec([deep, 1]) : rec(i % 3 === 1 ? { v: deep, u: [1] } : [deep]);
+  agree([rec({ a: 1 }), rec({ a: 2 }), rec([1, 2, 3]), rec([]), rec({}), deep]);
+  // Far deeper than any call stack allows recursion (8000 levels of dicts the readers read,
+  // outermost, then lists): the readers hand over at 128 levels.
+  let deeper: unknown = null;
+  for (let i = 0; i < 9000; i++) deeper = i >= 1000 || i % 2 === 0 ? { id: i, v: deeper } : { id: i, v: [deeper] };
+  const far = encode([deeper, { id: 0, v: null }], { refs: false, maxDepth: 10000 });
+  // Twice: the second decode starts with the readers the first made.
+  for (const options of [...modes, ...modes]) {
+    // (Compared by their encodings: a deep comparison would recurse as deep as they are.)
+    const o = { ...options, maxDepth: 10000 };
+    const again = (v: unknown) => toHex(encode(v, { refs: false, maxDepth: 10000 }));
+    assert.equal(again(decode(far, o)), again(trace(far, o).events[0].value));
+  }
+  // As values of plain records and placeholders (a shape's readers), dicts as Maps too.
+  const pt = (x: unknown) => new Placeholder("geo", "Pt", "ATTRS", ["x", "y"], [x, [1]]);
+  let nested: unknown = pt(1);
+  for (let i = 0; i < 200; i++) nested = pt(i % 2 === 0 ? new Map([["k", nested]]) : [nested]);
+  agree([pt(new Map([["k", 1]])), pt(new Map<string, unknown>([["k", 2], ["j", [3]]])), nested]);
+  // Cut anywhere inside them: the same error at the same offset.
+  const payload = encode([rec({ a: 1, b: [1, 2] }), rec({ a: 2, b: [3] }), rec({ a: 3, b: [4, 5, 6] })]);
+  for (let cut = 3; cut < payload.length; cut++) {
+    for (const options of modes) assert.notEqual(asTheMachine(payload.subarray(0, cut), options), null);
+  }
+});
+
+test("long strs: made by the native decoder, valid or not, as the machine makes them", () => {
+  const modes = [{}, { placeholders: "plain" as const, dicts: "object" as const }];
+  const strs = ["a".repeat(255), "b".repeat(256), "c".repeat(5000), "é".repeat(200), "x".repeat(300) + "\u{1F600}", "\uFFFD".repeat(100)];
+  const payload = encode([...strs, { k: strs[2] }]);
+  for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+  assert.deepEqual(decode(payload), [...strs, new Map([["k", strs[2]]])]);
+  // A STR of 300 bytes whose byte 290 (a lone continuation byte, an overlong form, a
+  // surrogate) is not UTF-8: refused at its first byte (8), as the machine refuses it.
+  for (const bad of ["80", "c0af", "eda080"]) {
+    const body = "61".repeat(290) + bad + "61".repeat(10 - bad.length / 2);
+    const b = hexBytes(`ab4101 5a 01 68ac02 ${body}`);
+    for (const options of modes) {
+      const e = asTheMachine(b, options);
+      assert.equal(e?.kind, "invalid_utf8", bad);
+      assert.equal(e?.offset, 8, bad);
+    }
+  }
+});
+
+test("short str cache: repeats, near misses, collisions and later payloads give what the machine gives", () => {
+  const modes = [{ placeholders: true }, { placeholders: "plain" as const, dicts: "object" as const }];
+  // Every length the cache takes (1 to 12) and one beyond, strs that differ only in their
+  // last byte, in a trailing NUL (the words are zero past the length) or in length, and
+  // non-ASCII ones; each twice, the second read from the cache.
+  const near: string[] = [];
+  for (let n = 1; n <= 13; n++) {
+    const s = "abcdefghijklm".slice(0, n);
+    near.push(s, s.slice(0, -1) + "z", s + "\u0000", s.slice(0, -1) + "\u0000", "é".repeat(Math.ceil(n / 2)));
+  }
+  const values = [...near, ...near];
+  // More distinct strs than the cache has slots (each slot is then taken by several), then
+  // all of them again; and a run at the body's end, where fewer than 12 bytes are left.
+  const many = Array.from({ length: 6000 }, (_, i) => `s${i.toString(36)}`);
+  const payloads = [encode(values), encode([...many, ...many]), encode(["x", "ab", "abc", "x"]), encode([...values, "q", "q"])];
+  // As record values too, which the generated readers read.
+  payloads.push(encode(values.map((v, i) => ({ id: i, v, w: "k" }))));
+  for (let round = 0; round < 2; round++) {
+    for (const payload of payloads) {
+      for (const options of modes) assert.equal(asTheMachine(payload, options), null);
+    }
+  }
+  assert.deepEqual(decode(payloads[0]), values);
+  assert.deepEqual(decode(payloads[1]), [...many, ...many]);
+  // The same offsets holding other strs of the same lengths in the next payload.
+  const swapped = values.map((s) => (s.length > 0 && s.charCodeAt(0) < 0x80 ? "Q" + s.slice(1) : s));
+  assert.deepEqual(decode(encode(swapped)), swapped);
+  assert.deepEqual(decode(payloads[0]), values);
+  // A payload of distinct strs first (the cache stops looking for it), repeats after.
+  const late = [...many.slice(0, 1000), ...near, ...near];
+  for (const options of modes) assert.equal(asTheMachine(encode(late), options), null);
 });
 
 test("record readers: every value they read inline, and every value that leaves them, as the machine reads it", () => {

@@ -46,8 +46,8 @@ test("a str kept from each decoded payload does not keep the payload's text aliv
       kept.push(items[3000], items[3001]);
     }
     const grown = heapUsed() - before;
-    // Kept alone: 400 strs of at most 36 characters, some 25 KB; with the 2 KiB of input
-    // text a str may keep (see AsciiWindow), under 1 MB. Each one holding a window of the
+    // Kept alone: 400 strs of at most 36 characters, some 25 KB; with the 4 KiB of input
+    // text a str may keep (see AsciiWindow), under 1.7 MB. Each one holding a window of the
     // whole 64 KiB would hold above 12 MB in all.
     assert.ok(grown < 2_000_000, `heap grew by ${grown} bytes for ${kept.length} kept strs`);
     assert.equal(kept[0].length, 20);
