@@ -278,15 +278,16 @@ impl PyEncoder<'_> {
     }
 
     fn plan_for(&mut self, ty: *mut ffi::PyTypeObject) -> Result<Arc<ClassPlan>, EncodeFail> {
-        if let Some((last, plan)) = &self.last_plan {
+        let work = self.class_work();
+        if let Some((last, plan)) = &work.last_plan {
             if *last == ty as usize {
                 return Ok(plan.clone());
             }
         }
         let key = ty as usize;
-        let held = match &self.shapes.first_plan {
+        let held = match &work.shapes.first_plan {
             Some((first, _, plan)) if *first == key => Some(plan.clone()),
-            _ => self.shapes.plans.get(&key).map(|(_, plan)| plan.clone()),
+            _ => work.shapes.plans.get(&key).map(|(_, plan)| plan.clone()),
         };
         let plan = match held {
             Some(plan) => plan,
@@ -294,16 +295,17 @@ impl PyEncoder<'_> {
                 let plan = self.plan_from_cache(ty)?;
                 // Held until the encode ends: see ShapeTable::plans.
                 let class = hold(ty.cast());
-                match self.shapes.first_plan {
-                    None => self.shapes.first_plan = Some((key, class, plan.clone())),
+                let shapes = &mut self.class_work().shapes;
+                match shapes.first_plan {
+                    None => shapes.first_plan = Some((key, class, plan.clone())),
                     Some(_) => {
-                        self.shapes.plans.insert(key, (class, plan.clone()));
+                        shapes.plans.insert(key, (class, plan.clone()));
                     }
                 }
                 plan
             }
         };
-        self.last_plan = Some((key, plan.clone()));
+        self.class_work().last_plan = Some((key, plan.clone()));
         Ok(plan)
     }
 
@@ -312,13 +314,15 @@ impl PyEncoder<'_> {
         &mut self,
         ty: *mut ffi::PyTypeObject,
     ) -> Result<Arc<ClassPlan>, EncodeFail> {
-        if let Some(plan) = self.custom_plans.get(&(ty as usize)) {
+        if let Some(plan) = self.class_work().custom_plans.get(&(ty as usize)) {
             return Ok(plan.clone());
         }
         // SAFETY: ty is the live type of a live object.
         let cls = unsafe { Bound::from_borrowed_ptr(self.py, ty.cast()) };
         let plan = Arc::new(custom_plan(self.py, &cls)?);
-        self.custom_plans.insert(ty as usize, plan.clone());
+        self.class_work()
+            .custom_plans
+            .insert(ty as usize, plan.clone());
         Ok(plan)
     }
 
@@ -363,7 +367,7 @@ impl PyEncoder<'_> {
         using: ShapeUse,
     ) -> Result<(), EncodeFail> {
         let key = ty as usize;
-        if let Some((held, number)) = self.shapes.last.get(&key) {
+        if let Some((held, number)) = self.class_work().shapes.last.get(&key) {
             if held.len() == names.len()
                 && held
                     .iter()
@@ -382,7 +386,7 @@ impl PyEncoder<'_> {
         let number =
             self.shape_by_text_as(key, &plan.module, &plan.qualname, plan.kind, texts, using)?;
         let held = names.iter().map(|n| hold(n.name_ptr())).collect();
-        self.shapes.last.insert(key, (held, number));
+        self.class_work().shapes.last.insert(key, (held, number));
         Ok(())
     }
 
@@ -411,7 +415,7 @@ impl PyEncoder<'_> {
     ) -> Result<usize, EncodeFail> {
         // The key's text part also names the class, for placeholders (one type, many names).
         texts.push(format!("{module}:{qualname}:{}", kind.spec_name()));
-        if let Some(&number) = self.shapes.numbers.get(&(key, texts.clone())) {
+        if let Some(&number) = self.class_work().shapes.numbers.get(&(key, texts.clone())) {
             self.write_shape_number(number, using);
             return Ok(number);
         }
@@ -425,8 +429,9 @@ impl PyEncoder<'_> {
                 ))
             })?;
         }
-        let number = self.shapes.count;
-        self.shapes.count += 1;
+        let shapes = &mut self.class_work().shapes;
+        let number = shapes.count;
+        shapes.count += 1;
         let names = texts.iter().map(|t| t.as_bytes());
         match using {
             ShapeUse::Object => self.writer.object_defining_names(
@@ -445,7 +450,10 @@ impl PyEncoder<'_> {
             ),
         }
         texts.push(label);
-        self.shapes.numbers.insert((key, texts), number);
+        self.class_work()
+            .shapes
+            .numbers
+            .insert((key, texts), number);
         Ok(number)
     }
 
@@ -810,7 +818,8 @@ impl PyEncoder<'_> {
     pub(crate) fn keep_alive(&mut self, obj: Bound<'_, PyAny>) -> *mut ffi::PyObject {
         let ptr = obj.as_ptr();
         // SAFETY: into_ptr hands over a strong reference, which PyObj then owns.
-        self.temporaries
+        self.class_work()
+            .temporaries
             .push(unsafe { PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(ptr)) });
         ptr
     }
@@ -818,7 +827,7 @@ impl PyEncoder<'_> {
     /// [`PyEncoder::keep_alive`] for an owned reference.
     pub(crate) fn keep_alive_obj(&mut self, obj: PyObj) -> *mut ffi::PyObject {
         let ptr = obj.as_ptr();
-        self.temporaries.push(obj);
+        self.class_work().temporaries.push(obj);
         ptr
     }
 }

@@ -2,6 +2,7 @@
 //! encoder for a value: exact-type checks, hottest types first, then a cold fallback.
 
 mod canonical;
+mod class_work;
 mod classes;
 mod containers;
 mod error;
@@ -68,16 +69,10 @@ pub struct PyEncoder<'py> {
     depth: u32,
     max_depth: u32,
     types: Types,
-    /// Shapes of class instances written so far in this pass.
-    shapes: classes::ShapeTable,
-    /// Objects made during the encode (states, temporary lists), alive until it ends.
-    temporaries: Vec<PyObj>,
+    /// The class state, made when the first instance needs it (see `class_work.rs`).
+    class_work: Option<Box<class_work::ClassWork>>,
     /// The caller's custom encode functions and allow-list.
     classes: ClassTables<'py>,
-    /// The class plan used last, by type: instances of one class tend to come in runs.
-    last_plan: Option<(usize, std::sync::Arc<classes::ClassPlan>)>,
-    /// Plans of the caller's custom types met so far, by type.
-    custom_plans: rustc_hash::FxHashMap<usize, std::sync::Arc<classes::ClassPlan>>,
     /// Field names and values of the instances being written, innermost last (see
     /// `attrs_instance`).
     attr_names: Vec<PyObj>,
@@ -115,11 +110,8 @@ pub fn encode<'py>(
         depth: 0,
         max_depth: options.max_depth,
         types: Types::get(),
-        shapes: classes::ShapeTable::default(),
-        temporaries: Vec::new(),
+        class_work: None,
         classes,
-        last_plan: None,
-        custom_plans: rustc_hash::FxHashMap::default(),
         attr_names: Vec::new(),
         attr_values: Vec::new(),
         oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
@@ -154,7 +146,9 @@ impl PyEncoder<'_> {
             // A cycle through a tuple showed up: encode again knowing it.
             self.memo.restart();
             self.writer.reset();
-            self.shapes.clear();
+            if let Some(work) = self.class_work.as_mut() {
+                work.restart();
+            }
             self.attr_names.clear();
             self.attr_values.clear();
             self.oob.restart();
