@@ -14,6 +14,8 @@ mod oob;
 mod parts;
 mod scalars;
 
+use std::mem::ManuallyDrop;
+
 use amber_format::envelope::BodyOrigin;
 use amber_format::trace::{Trace, Tracer};
 use amber_format::{decode_body, BuildError, DecodeError, Limits};
@@ -40,7 +42,8 @@ pub struct PyBuilder<'py, 'o> {
     /// The caller's out-of-band buffers.
     oob: oob::Buffers<'o>,
     /// Dicts of repeated shapes seen so far.
-    templates: dict_template::Templates,
+    /// Handed to the next decode when the builder is dropped.
+    templates: ManuallyDrop<Box<dict_template::Templates>>,
     /// No Python code can change the body meanwhile, so large copies out of it may run
     /// without the GIL (see `crate::buffer::copy_detached`).
     frozen_body: bool,
@@ -51,8 +54,9 @@ pub struct PyBuilder<'py, 'o> {
 
 impl Drop for PyBuilder<'_, '_> {
     fn drop(&mut self) {
-        // SAFETY: the GIL is held (the `py` token the builder keeps).
-        unsafe { std::mem::take(&mut self.templates).keep() };
+        // SAFETY: drop runs once and nothing reads the field after it; the GIL is held (the
+        // `py` token the builder keeps).
+        unsafe { ManuallyDrop::take(&mut self.templates).keep() };
     }
 }
 
@@ -73,7 +77,7 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
             refused: None,
             oob: oob::Buffers::new(buffers),
             // SAFETY: the GIL is held (the `py` token).
-            templates: unsafe { dict_template::Templates::resume() },
+            templates: ManuallyDrop::new(unsafe { dict_template::Templates::resume() }),
             frozen_body,
             pending: Vec::new(),
         }
