@@ -3,10 +3,11 @@
 //!
 //! Most payloads hold no instance at all, and for a small one, making these tables and
 //! dropping them again cost about 70 of the 1,030 instructions of a `dumps([1])`
-//! (callgrind). So the encoder holds them boxed, made the first
-//! time an instance needs them ([`PyEncoder::class_work`]); a payload of plain data never
-//! allocates, moves or drops them. The attribute stacks, read for every field of every
-//! instance, stay in the encoder itself: two empty `Vec`s cost nothing to make or drop.
+//! (callgrind). So the encoder holds them boxed, made the first time an instance needs them
+//! ([`PyEncoder::class_work`]); a payload of plain data never allocates, moves or drops
+//! them. The attribute stacks, read for every field of every instance, stay in the encoder
+//! itself: behind the box they cost lists of instances 1.7%, and two empty `Vec`s cost
+//! almost nothing to make or drop.
 
 use std::sync::Arc;
 
