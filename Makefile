@@ -219,6 +219,7 @@ lint: build lint-checks
 lint-checks: $(PY)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --document-private-items --quiet
 	$(VENV)/bin/ruff check python tests bench fuzz
 	$(VENV)/bin/ruff format --check python tests bench fuzz
 	$(VENV)/bin/mypy

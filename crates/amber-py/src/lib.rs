@@ -4,6 +4,10 @@
 //! [`encode`], object building in [`decode`], and all checking of bytes in the
 //! `amber-format` crate.
 
+// A Python extension has no Rust users: its documentation is for the people who work on it,
+// built with `--document-private-items` (`make lint`), where links to private items resolve.
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod buffer;
 mod call;
 mod callbacks;

@@ -1,4 +1,4 @@
-//! Python objects from amber bytes: a [`Builder`] for the format crate's decoder, which does
+//! Python objects from amber bytes: a [`Builder`](amber_format::Builder) for the format crate's decoder, which does
 //! all the checking of the input. This side makes objects and guards dict/set hashing.
 
 mod classes;

@@ -166,7 +166,7 @@ impl PyEncoder<'_> {
 
 /// A strong reference to `obj` for as long as it is being written: class code run by a child
 /// may drop the last other reference to it. Taken only after the identity memo has looked at
-/// `obj`, since it changes the reference count [`shared`] reads.
+/// `obj`, since it changes the reference count that `shared` in `memo.rs` reads.
 #[inline]
 fn hold(obj: *mut ffi::PyObject) -> PyObj {
     // SAFETY: obj is a live, non-NULL object for this call (its container or the caller
