@@ -1,0 +1,87 @@
+"""The decoder reads the common values of a container's items in the container's own loop
+(`Decoder::value_in_loop`: inline ints, short strs, INT, FLOAT64, REF); `amber._amber._trace`
+decodes through the general path only. Both must give the same value, or fail with the
+same kind at the same offset, for every prefix of a payload and for every allocation budget
+around the one it needs."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import amber
+import pytest
+from _common import smallest_budget
+from amber import _amber
+
+
+@dataclasses.dataclass
+class Reading:
+    sensor: str
+    value: float
+    count: int
+    extra: Any
+
+
+SHARED = ["shared"]
+
+# Every kind of value value_in_loop reads itself, and some it hands on (a FLOAT32, a list).
+ITEMS: list[Any] = [5, -3, 63, "abc", "", "é", 1000, -70_000, 2**40, 0.1, -0.0, SHARED, [1]]
+
+PAYLOADS = {
+    "list": [*ITEMS, SHARED],
+    "tuple": (*ITEMS, SHARED),
+    "dict values": {f"k{i}": v for i, v in enumerate([*ITEMS, SHARED])},
+    "records": [{"a": v, "b": w} for v, w in zip(ITEMS, reversed(ITEMS), strict=True)],
+    "tuple list": [(v, "x", 7) for v in ITEMS],
+    "object rows": [
+        Reading("t1", 0.5, 1000, SHARED),
+        Reading("t2", 2.25, -4, 7),
+        Reading("t3", 1.0, 2**33, SHARED),
+        Reading("t4", 3.5, 0, 0.1),
+    ],
+}
+
+
+def outcome(data: bytes, **limits: int) -> tuple[str, Any]:
+    try:
+        return "value", amber.loads(data, placeholders=True, **limits)
+    except amber.DecodeError as e:
+        return e.kind, e.offset
+
+
+def traced(data: bytes, **limits: int) -> tuple[str, Any]:
+    error = _amber._trace(data, **limits)[2]
+    return ("value", None) if error is None else (error.kind, error.offset)
+
+
+def same(data: bytes, **limits: int) -> None:
+    fast, general = outcome(data, **limits), traced(data, **limits)
+    if fast[0] == "value":
+        assert general[0] == "value", (limits, general)
+    else:
+        assert fast == general, limits
+
+
+@pytest.mark.parametrize("name", PAYLOADS)
+def test_in_loop_reads_fail_as_the_general_path_does(name):
+    data = amber.dumps(PAYLOADS[name])
+    back = amber.loads(data, types=[Reading])
+    assert back == PAYLOADS[name]
+    for cut in range(3, len(data) + 1):
+        same(data[:cut])
+    need = smallest_budget(data, placeholders=True)
+    for budget in range(max(1, need - 600), need + 1):
+        same(data, max_alloc=budget)
+
+
+def test_the_payloads_use_the_forms_they_are_named_for():
+    tags = {
+        name: {event[4] for event in _amber._trace(amber.dumps(value))[0]}
+        for name, value in PAYLOADS.items()
+    }
+    for name in PAYLOADS:
+        assert {"SMALL_INT", "SMALL_NEG", "SHORT_STR", "INT", "FLOAT64", "REF"} <= tags[name], name
+    assert "RECORDS" in tags["records"]
+    assert "TUPLE_LIST" in tags["tuple list"]
+    assert "OBJECT_ROWS" in tags["object rows"]
