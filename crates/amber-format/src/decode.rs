@@ -719,9 +719,10 @@ impl<'a, B: Builder> Decoder<'a, B> {
     /// A value inside a container's loop: the scalars that rows and documents are mostly made
     /// of (an inline int, an untracked SHORT_STR, INT, FLOAT64) and REFs are read here, in the
     /// loop itself; anything else goes through [`Decoder::value`]. The reads, checks, charges and
-    /// errors are [`Decoder::after_tag`]'s and [`Decoder::trackable`]'s for the same tags: only
-    /// the call and the dispatch are saved, which on a row of three small fields were a
-    /// third of the decoder's own instructions (callgrind).
+    /// errors are [`Decoder::after_tag`]'s and [`Decoder::trackable`]'s for the same tags (the
+    /// payloads are read by the same functions): only the call and the dispatch are saved,
+    /// 11% of decoding a list of dicts of three small fields (callgrind).
+    /// `tests/test_loop_reads.py` compares both paths, prefix by prefix and budget by budget.
     #[inline(always)]
     fn value_in_loop(&mut self) -> Result<B::Obj, DecodeError> {
         let at = self.pos;
@@ -750,17 +751,12 @@ impl<'a, B: Builder> Decoder<'a, B> {
                         let n = usize::from(tag - Tag::ShortStr.code());
                         if n < self.remaining() {
                             self.pos += 1;
-                            return self.utf8_str(at, n);
+                            return self.str_payload(at, n, false);
                         }
                     }
                     0x6C => {
                         self.pos += 1;
-                        let z = self.varint()?;
-                        self.charge(cost::SCALAR, at)?;
-                        return self
-                            .builder
-                            .int(unzigzag(z))
-                            .map_err(|e| host_error(e, at, "int"));
+                        return self.int_payload(at);
                     }
                     0x6E => {
                         self.pos += 1;
@@ -917,13 +913,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 };
                 built.map_err(|e| host_error(e, at, "bytes"))?
             }
-            0x6C => {
-                let z = self.varint()?;
-                self.charge(cost::SCALAR, at)?;
-                self.builder
-                    .int(unzigzag(z))
-                    .map_err(|e| host_error(e, at, "int"))?
-            }
+            0x6C => self.int_payload(at)?,
             0x6D => self.bigint(at)?,
             0x6E => self.float64(at)?,
             0x6F => {
@@ -998,30 +988,41 @@ impl<'a, B: Builder> Decoder<'a, B> {
         }
     }
 
-    /// The payload of a STR or SHORT_STR whose tag is at `at`: `n` bytes of strict UTF-8.
-    /// Always inlined: a container's loop reads its short strs through it
-    /// ([`Decoder::value_in_loop`]), which saved 13% of decoding a list of short strs.
+    /// The payload of a str whose tag is at `at`: `n` bytes of strict UTF-8, or of UTF-8 that
+    /// may encode surrogates. Always inlined: a container's loop reads its short strs through
+    /// it ([`Decoder::value_in_loop`], `surrogates` false), which took 13% off decoding a list
+    /// of short strs (callgrind); elsewhere it is reached through [`Decoder::str`].
     #[inline(always)]
-    fn utf8_str(&mut self, at: usize, n: usize) -> Result<B::Obj, DecodeError> {
+    fn str_payload(
+        &mut self,
+        at: usize,
+        n: usize,
+        surrogates: bool,
+    ) -> Result<B::Obj, DecodeError> {
         self.charge(cost::str(n as u64), at)?;
         let payload_at = self.pos;
         let raw = self.take(n, "str")?;
-        self.builder
-            .str(raw)
-            .map_err(|e| host_error(e, payload_at, "str"))
+        let built = if surrogates {
+            self.builder.str_surrogates(raw)
+        } else {
+            self.builder.str(raw)
+        };
+        built.map_err(|e| host_error(e, payload_at, "str"))
     }
 
-    /// A str's payload, as [`Decoder::utf8_str`], or UTF-8 that may encode surrogates.
+    /// [`Decoder::str_payload`], out of line for the general path.
     fn str(&mut self, at: usize, n: usize, surrogates: bool) -> Result<B::Obj, DecodeError> {
-        if !surrogates {
-            return self.utf8_str(at, n);
-        }
-        self.charge(cost::str(n as u64), at)?;
-        let payload_at = self.pos;
-        let raw = self.take(n, "str")?;
+        self.str_payload(at, n, surrogates)
+    }
+
+    /// An INT's payload, its tag at `at`: a zigzag varint, charged as a scalar.
+    #[inline(always)]
+    fn int_payload(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
+        let z = self.varint()?;
+        self.charge(cost::SCALAR, at)?;
         self.builder
-            .str_surrogates(raw)
-            .map_err(|e| host_error(e, payload_at, "str"))
+            .int(unzigzag(z))
+            .map_err(|e| host_error(e, at, "int"))
     }
 
     fn bigint(&mut self, at: usize) -> Result<B::Obj, DecodeError> {
