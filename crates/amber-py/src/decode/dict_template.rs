@@ -194,7 +194,7 @@ const CANDIDATES: usize = 4;
 
 /// The templates the last decode left for the next one. Boxed, so that handing them over
 /// moves a pointer: moving the 100-byte struct in and out of the slot cost a small `loads`
-/// about 40 instructions (callgrind).
+/// about 55 instructions (callgrind).
 struct Carried(UnsafeCell<Option<Box<Templates>>>);
 
 // SAFETY: only `Templates::resume` and `Templates::keep` touch it, with the GIL held (the
