@@ -9,7 +9,7 @@ import {
   StreamWriter, PyArray, Deque, OrderedDict, Fraction, Range, OOB_THRESHOLD, Uuid, AmberDate, CLASS, inspectLines,
   stats, statsLines, type AllowedClass,
 } from "../src/index.js";
-import { hexBytes, toHex, asTheMachine } from "./notation.js";
+import { hexBytes, toHex, asTheMachine, budgetsBelowFailAsTheMachine } from "./notation.js";
 import fc from "fast-check";
 import { hasLoneSurrogateByPattern } from "../src/utf8.js";
 import { decodeBody } from "../src/decode.js";
@@ -300,16 +300,7 @@ test("object rows: the fast path and the stack machine agree, in every mode, at 
   agree(encode(list));
   for (let cut = 4; cut < payload.length; cut++) agree(payload.subarray(0, cut));
   // Every allocation budget that runs out inside the rows.
-  const objects = modes[1];
-  let spent = 0;
-  for (let hi = 1 << 20; spent < hi;) {
-    const mid = (spent + hi) >> 1;
-    if (asTheMachine(payload, { ...objects, maxAlloc: mid }) === null) hi = mid;
-    else spent = mid + 1;
-  }
-  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 2000; maxAlloc -= 5) {
-    assert.equal(asTheMachine(payload, { ...objects, maxAlloc })?.kind, "alloc_limit");
-  }
+  budgetsBelowFailAsTheMachine(payload, modes[1], 2000, 5, 1 << 20);
 });
 
 test("object rows: inspect lists the rows, and each float column value with its field", () => {
@@ -745,15 +736,7 @@ test("records keys: a RECORDS whose keys repeat the bytes of the one before at i
   // same offset as the machine's (a RECORDS whose keys' charge would pass the budget reads
   // them one by one).
   const objects = modes[1];
-  let spent = 0;
-  for (let hi = 1 << 22; spent < hi;) {
-    const mid = (spent + hi) >> 1;
-    if (asTheMachine(payload, { ...objects, maxAlloc: mid }) === null) hi = mid;
-    else spent = mid + 1;
-  }
-  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 6000; maxAlloc -= 3) {
-    assert.equal(asTheMachine(payload, { ...objects, maxAlloc })?.kind, "alloc_limit");
-  }
+  budgetsBelowFailAsTheMachine(payload, objects, 6000, 3);
   for (let cut = payload.length - 400; cut < payload.length; cut++) {
     for (const options of modes) assert.notEqual(asTheMachine(payload.subarray(0, cut), options), null);
   }
@@ -888,10 +871,7 @@ test("record readers: every value they read inline, and every value that leaves 
   });
   // Every allocation budget that runs out inside the records: the same error, at the same
   // offset, as the machine's (the readers charge as they go).
-  const spent = (() => { let lo = 0, hi = 1 << 20; while (lo < hi) { const mid = (lo + hi) >> 1; if (expect({ ...objects, maxAlloc: mid }) === null) hi = mid; else lo = mid + 1; } return lo; })();
-  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - 3000; maxAlloc -= 7) {
-    assert.equal(expect({ ...objects, maxAlloc })?.kind, "alloc_limit");
-  }
+  budgetsBelowFailAsTheMachine(payload, objects, 3000, 7, 1 << 20);
   // Keys of STRs (24 bytes and more, a one- and a two-byte length) and of three bytes and
   // fewer, in runs read by a reader, then keys that differ from them in their first, a
   // middle and their last byte, or in their length.

@@ -413,3 +413,24 @@ export function asTheMachine(payload: Uint8Array, options: object): DecodeError 
   assert.deepStrictEqual(value, t.events[0].value);
   return null;
 }
+
+/** The smallest allocation budget with which `payload` decodes (with `options`), found by
+ * bisection below `ceiling`; then every budget from there down by `span`, in steps of
+ * `step`, fails with alloc_limit, by the fast path at the same offset as by the machine. */
+export function budgetsBelowFailAsTheMachine(
+  payload: Uint8Array,
+  options: object,
+  span: number,
+  step: number,
+  ceiling = 1 << 22,
+): void {
+  let spent = 0;
+  for (let hi = ceiling; spent < hi;) {
+    const mid = (spent + hi) >> 1;
+    if (asTheMachine(payload, { ...options, maxAlloc: mid }) === null) hi = mid;
+    else spent = mid + 1;
+  }
+  for (let maxAlloc = spent - 1; maxAlloc > 0 && maxAlloc > spent - span; maxAlloc -= step) {
+    assert.equal(asTheMachine(payload, { ...options, maxAlloc })?.kind, "alloc_limit");
+  }
+}
