@@ -1,8 +1,8 @@
 """The decoder reads the common values of a container's items in the container's own loop
-(`Decoder::value_in_loop`: inline ints, short strs, INT, FLOAT64, REF); `amber._amber._trace`
-decodes through the general path only. Both must give the same value, or fail with the
-same kind at the same offset, for every prefix of a payload and for every allocation budget
-around the one it needs."""
+(`Decoder::value_in_loop`: inline ints, short strs tracked or not, INT, FLOAT64, REF);
+`amber._amber._trace` decodes through the general path only. Both must give the same value,
+or fail with the same kind at the same offset, for every prefix of a payload and for every
+allocation budget around the one it needs."""
 
 from __future__ import annotations
 
@@ -24,14 +24,18 @@ class Reading:
 
 
 SHARED = ["shared"]
+# A str met twice: its first write is a tracked SHORT_STR.
+AGAIN = "".join(["ag", "ain"])
 
 # Every kind of value value_in_loop reads itself, and some it hands on (a FLOAT32, a list).
-ITEMS: list[Any] = [5, -3, 63, "abc", "", "é", 1000, -70_000, 2**40, 0.1, -0.0, SHARED, [1]]
+ITEMS: list[Any] = [
+    5, -3, 63, "abc", "", "é", 1000, -70_000, 2**40, 0.1, -0.0, AGAIN, SHARED, [1]
+]  # fmt: skip
 
 PAYLOADS = {
-    "list": [*ITEMS, SHARED],
-    "tuple": (*ITEMS, SHARED),
-    "dict values": {f"k{i}": v for i, v in enumerate([*ITEMS, SHARED])},
+    "list": [*ITEMS, SHARED, AGAIN],
+    "tuple": (*ITEMS, SHARED, AGAIN),
+    "dict values": {f"k{i}": v for i, v in enumerate([*ITEMS, SHARED, AGAIN])},
     "records": [{"a": v, "b": w} for v, w in zip(ITEMS, reversed(ITEMS), strict=True)],
     "tuple list": [(v, "x", 7) for v in ITEMS],
     "object rows": [
@@ -39,6 +43,8 @@ PAYLOADS = {
         Reading("t2", 2.25, -4, 7),
         Reading("t3", 1.0, 2**33, SHARED),
         Reading("t4", 3.5, 0, 0.1),
+        Reading("t5", 4.0, 1, AGAIN),
+        Reading("t6", 4.5, 2, AGAIN),
     ],
 }
 
@@ -82,6 +88,9 @@ def test_the_payloads_use_the_forms_they_are_named_for():
     }
     for name in PAYLOADS:
         assert {"SMALL_INT", "SMALL_NEG", "SHORT_STR", "INT", "FLOAT64", "REF"} <= tags[name], name
+        events = _amber._trace(amber.dumps(PAYLOADS[name]))[0]
+        tracked_strs = [e for e in events if e[4] == "SHORT_STR" and e[6] is not None]
+        assert tracked_strs, name
     assert "RECORDS" in tags["records"]
     assert "TUPLE_LIST" in tags["tuple list"]
     assert "OBJECT_ROWS" in tags["object rows"]

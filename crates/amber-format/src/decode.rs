@@ -712,7 +712,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
     }
 
     /// A value inside a container's loop: the scalars that rows and documents are mostly made
-    /// of (an inline int, an untracked SHORT_STR, INT, FLOAT64) and REFs are read here, in the
+    /// of (an inline int, a SHORT_STR, INT, FLOAT64) and REFs are read here, in the
     /// loop itself; anything else goes through [`Decoder::value`]. The reads, checks, charges and
     /// errors are [`Decoder::after_tag`]'s and [`Decoder::trackable`]'s for the same tags (the
     /// payloads are read by the same functions): only the call and the dispatch are saved,
@@ -747,6 +747,17 @@ impl<'a, B: Builder> Decoder<'a, B> {
                         if n < self.remaining() {
                             self.pos += 1;
                             return self.str_payload(at, n, false);
+                        }
+                    }
+                    // A tracked SHORT_STR: the first of the REFs of a str a payload repeats.
+                    0xC0..=0xD7 => {
+                        let n = usize::from(tag - (Tag::ShortStr.code() | TRACKED));
+                        if n < self.remaining() {
+                            self.pos += 1;
+                            let index = self.track(at)?;
+                            let obj = self.str_payload(at, n, false)?;
+                            self.record_built(index, &obj);
+                            return Ok(obj);
                         }
                     }
                     0x6C => {
@@ -832,17 +843,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
             return self.float64(at);
         }
         let slot = if tag & TRACKED != 0 {
-            self.charge(cost::SCALAR, at)?;
-            let offset = at - self.body;
-            self.tracked.push(TrackedSlot { offset, obj: None });
-            let index = self.tracked.len() - 1;
-            if self.ref_index.started {
-                self.ref_index.add(offset, index);
-            }
-            if B::TRACES {
-                self.builder.trace_tracked(index);
-            }
-            Some(index)
+            Some(self.track(at)?)
         } else {
             None
         };
@@ -962,13 +963,38 @@ impl<'a, B: Builder> Decoder<'a, B> {
             }
         };
         if let Some(i) = slot {
-            if let Some(entry) = self.tracked.get_mut(i) {
-                if entry.obj.is_none() {
-                    entry.obj = Some(obj.clone());
-                }
-            }
+            self.record_built(i, &obj);
         }
         Ok(obj)
+    }
+
+    /// Opens the tracked slot of the value whose tag, with the TRACKED bit, is at `at`: its
+    /// charge, its place in the table and in the index of `REF` targets. The value is filled
+    /// in by [`Decoder::record_built`], or earlier by [`Decoder::record_early`].
+    #[inline(always)]
+    fn track(&mut self, at: usize) -> Result<usize, DecodeError> {
+        self.charge(cost::SCALAR, at)?;
+        let offset = at - self.body;
+        self.tracked.push(TrackedSlot { offset, obj: None });
+        let index = self.tracked.len() - 1;
+        if self.ref_index.started {
+            self.ref_index.add(offset, index);
+        }
+        if B::TRACES {
+            self.builder.trace_tracked(index);
+        }
+        Ok(index)
+    }
+
+    /// Fills tracked slot `index` with the value built for it, unless a container recorded
+    /// itself there as soon as it existed.
+    #[inline(always)]
+    fn record_built(&mut self, index: usize, obj: &B::Obj) {
+        if let Some(entry) = self.tracked.get_mut(index) {
+            if entry.obj.is_none() {
+                entry.obj = Some(obj.clone());
+            }
+        }
     }
 
     /// Records a mutable container as soon as it exists, so its own children may refer to it.
