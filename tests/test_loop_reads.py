@@ -1,8 +1,9 @@
 """The decoder reads the common values of a container's items in the container's own loop
-(`Decoder::value_in_loop`: inline ints, short strs tracked or not, INT, FLOAT64, REF);
-`amber._amber._trace` decodes through the general path only. Both must give the same value,
-or fail with the same kind at the same offset, for every prefix of a payload and for every
-allocation budget around the one it needs."""
+(`Decoder::value_in_loop`: inline ints, short strs tracked or not, INT, FLOAT64, REF, and
+untracked short lists, tuples and dicts); `amber._amber._trace` decodes through the general
+path only. Both must give the same value, or fail with the same kind at the same offset, for
+every prefix of a payload, every allocation budget around the one it needs and every depth
+limit below the one it needs."""
 
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ SHARED = ["shared"]
 # A str met twice: its first write is a tracked SHORT_STR.
 AGAIN = "".join(["ag", "ain"])
 
-# Every kind of value value_in_loop reads itself, and some it hands on (a FLOAT32, a list).
+# Every kind of value value_in_loop reads itself (short containers included), and some it
+# hands on (a tracked list).
 ITEMS: list[Any] = [
-    5, -3, 63, "abc", "", "é", 1000, -70_000, 2**40, 0.1, -0.0, AGAIN, SHARED, [1]
+    5, -3, 63, "abc", "", "é", 1000, -70_000, 2**40, 0.1, -0.0, AGAIN, SHARED, [1], (2, "t"),
+    {"k": 3},
 ]  # fmt: skip
 
 PAYLOADS = {
@@ -45,6 +48,7 @@ PAYLOADS = {
         Reading("t4", 3.5, 0, 0.1),
         Reading("t5", 4.0, 1, AGAIN),
         Reading("t6", 4.5, 2, AGAIN),
+        Reading("t7", 5.0, 3, [1, (2, "t"), {"k": 3}]),
     ],
 }
 
@@ -79,6 +83,8 @@ def test_in_loop_reads_fail_as_the_general_path_does(name):
     need = smallest_budget(data, placeholders=True)
     for budget in range(max(1, need - 600), need + 1):
         same(data, max_alloc=budget)
+    for depth in range(1, 6):
+        same(data, max_depth=depth)
 
 
 def test_the_payloads_use_the_forms_they_are_named_for():
@@ -88,6 +94,7 @@ def test_the_payloads_use_the_forms_they_are_named_for():
     }
     for name in PAYLOADS:
         assert {"SMALL_INT", "SMALL_NEG", "SHORT_STR", "INT", "FLOAT64", "REF"} <= tags[name], name
+        assert {"SHORT_LIST", "SHORT_TUPLE", "SHORT_DICT"} <= tags[name], name
         events = _amber._trace(amber.dumps(PAYLOADS[name]))[0]
         tracked_strs = [e for e in events if e[4] == "SHORT_STR" and e[6] is not None]
         assert tracked_strs, name
