@@ -70,6 +70,30 @@ def test_shared_str_keys_moving_between_positions(graph_diff):
     assert next(iter(u[0])) is list(u[2])[1] is next(iter(u[6]))
 
 
+def test_shared_str_keys_of_nested_dicts_of_several_shapes(graph_diff):
+    # Nested dicts of different shapes put different keys at the same positions: a key that
+    # takes another's place is also remembered by address, and must still be written as the
+    # reference encoder writes it, in every record, wherever it sits.
+    k = {name: fresh_str(name) for name in ("id", "path", "amount", "currency", "stock", "n")}
+    rows = [
+        {
+            k["id"]: i,
+            k["path"]: {k["id"]: i * 2, k["path"]: [i]},
+            k["amount"]: {k["amount"]: i + 0.5, k["currency"]: "EUR"},
+            k["stock"]: {k["n"]: i, k["id"]: -i, k["amount"]: i},
+            k["currency"]: {k["currency"]: "USD"} if i % 3 else {k["stock"]: True},
+        }
+        for i in range(40)
+    ]
+    data, u = roundtrip(rows, graph_diff)
+    assert data == ref_dumps(rows)
+    first = {key: key for key in u[0]}
+    for row in u:
+        for inner in [row, *(v for v in row.values() if isinstance(v, dict))]:
+            for key in inner:
+                assert key is first.setdefault(key, key)
+
+
 def test_shared_str_keys_across_a_restart(graph_diff):
     # A tuple met again while being written makes the encoder start over (spec 6.5); what it
     # remembered about keys in the first pass must not leak into the second.

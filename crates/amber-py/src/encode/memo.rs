@@ -17,8 +17,9 @@
 //!   the memo already holds, so they are exact: `recent` keeps a few objects found again lately
 //!   (`[x] * n`, a shared str repeated in a long list), and two caches of str dict keys the
 //!   memo holds (records repeat their keys): `key_refs` the key last written at each of a
-//!   dict's first 8 positions, and `key_slots` the keys past those, by address (a JSON API's
-//!   records have dozens of keys). All are emptied whenever the memo is; `key_slots` by
+//!   dict's first 8 positions, and `key_slots`, by address, the keys past those (a JSON API's
+//!   records have dozens of keys) and those that took another's place in `key_refs` (nested
+//!   dicts of several shapes). All are emptied whenever the memo is; `key_slots` by
 //!   clearing a mask of the slots in use, so that a small payload does not pay for zeroing
 //!   that table.
 //! - **Restart.** A cycle through a tuple found late makes the encode start again with the
@@ -341,18 +342,24 @@ impl Memo {
     /// there costs one comparison instead of a lookup.
     #[inline(always)]
     pub(super) fn key(&mut self, key: *mut ffi::PyObject, index: usize) -> KeyRef {
+        // Only memo entries are remembered, and they stand until the memo is reset, which
+        // forgets both caches too.
         if let Some(&(last, offset)) = self.tables.key_refs.get(index) {
             if last == key as usize {
-                // Only memo entries are remembered, and they stand until the memo is reset,
-                // which forgets key_refs too.
                 return KeyRef::Written(offset);
             }
-        } else {
-            let slot = key_slot(key);
-            if let Some(&(known, offset)) = self.tables.key_slots.get(slot) {
-                if known == key as usize && self.key_slots_used & (1 << slot) != 0 {
-                    return KeyRef::Written(offset);
-                }
+            if last == 0 {
+                // No key was written at this position yet, so none was moved from it to
+                // `key_slots`: the first dict of a payload does not look there (a key it
+                // holds past position KEY_REFS may be, and is found by the memo instead).
+                self.last_offset = usize::MAX;
+                return KeyRef::Unknown;
+            }
+        }
+        let slot = key_slot(key);
+        if let Some(&(known, offset)) = self.tables.key_slots.get(slot) {
+            if known == key as usize && self.key_slots_used & (1 << slot) != 0 {
+                return KeyRef::Written(offset);
             }
         }
         self.last_offset = usize::MAX;
@@ -368,13 +375,19 @@ impl Memo {
             return;
         }
         if let Some(place) = self.tables.key_refs.get_mut(index) {
+            let first = place.0 == 0;
             *place = (key as usize, self.last_offset);
-        } else {
-            let slot = key_slot(key);
-            if let Some(place) = self.tables.key_slots.get_mut(slot) {
-                *place = (key as usize, self.last_offset);
-                self.key_slots_used |= 1 << slot;
+            if first {
+                return;
             }
+        }
+        // Past position KEY_REFS, or in the place of another key: records of several dict
+        // shapes (a product's price, stock and rating) put different keys at the same
+        // positions, and each missed there on every record.
+        let slot = key_slot(key);
+        if let Some(place) = self.tables.key_slots.get_mut(slot) {
+            *place = (key as usize, self.last_offset);
+            self.key_slots_used |= 1 << slot;
         }
     }
 }
