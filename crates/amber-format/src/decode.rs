@@ -1995,8 +1995,8 @@ mod tests {
         }
     }
 
-    /// Past the last run indexed (positions beyond u32, or no value yet), a lookup searches
-    /// the table.
+    /// Past the last run indexed (no tracked value there, or none added yet), a lookup
+    /// searches the table itself.
     #[test]
     fn ref_index_past_its_entries_asks_the_table() {
         let tracked = table([5, 40, 41].into_iter());
