@@ -3,7 +3,7 @@
 untracked short lists, tuples and dicts); `amber._amber._trace` decodes through the general
 path only. Both must give the same value, or fail with the same kind at the same offset, for
 every prefix of a payload, every allocation budget around the one it needs and every depth
-limit below the one it needs."""
+limit from 1 to 5."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ SHARED = ["shared"]
 AGAIN = "".join(["ag", "ain"])
 
 # Every kind of value value_in_loop reads itself (short containers included), and some it
-# hands on (a tracked list).
+# hands on (a FLOAT32, a tracked list).
 ITEMS: list[Any] = [
     5, -3, 63, "abc", "", "é", 1000, -70_000, 2**40, 0.1, -0.0, AGAIN, SHARED, [1], (2, "t"),
     {"k": 3},
