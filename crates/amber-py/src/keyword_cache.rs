@@ -20,12 +20,13 @@
 //! between calls. Their items are held weakly, as the registry's cache holds them, because
 //! classes made at run time must be able to die. Each of those weak references calls back
 //! when its item dies, and the entries that compare that item are forgotten at once
-//! ([`KeywordCache::forget`]): an entry's options may then hold what an item holds (a `CustomType`'s class
-//! and encode function) without keeping it alive longer than the item itself. Options must
-//! not hold a listed item itself, or anything that holds one, which would keep the item from
-//! dying; so `types=` classes are taken from the call's own list on each hit. Other values
-//! (callbacks, clocks) are never remembered, and neither are `key` (signing keys are not
-//! kept beyond the caller's own references) and `buffers` (they belong to one call).
+//! ([`KeywordCache::forget`]): an entry's options may then hold what an item holds (a
+//! `CustomType`'s class and encode function) without keeping it alive longer than the item
+//! itself. Options must not hold a listed item itself, or anything that holds one, which
+//! would keep the item from dying; so `types=` classes are taken from the call's own list on
+//! each hit. Other values (callbacks, clocks) are never remembered, and neither are `key`
+//! (signing keys are not kept beyond the caller's own references) and `buffers` (they
+//! belong to one call).
 //!
 //! The callback may run whenever an item is released, so no Python object is released, and
 //! no weak reference made, while the cache's state is borrowed (`with_state`).

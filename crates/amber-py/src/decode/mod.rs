@@ -1,5 +1,6 @@
-//! Python objects from amber bytes: a [`Builder`](amber_format::Builder) for the format crate's decoder, which does
-//! all the checking of the input. This side makes objects and guards dict/set hashing.
+//! Python objects from amber bytes: a [`Builder`](amber_format::Builder) for the format
+//! crate's decoder, which does all the checking of the input. This side makes objects and
+//! guards dict/set hashing.
 
 mod classes;
 mod containers;
