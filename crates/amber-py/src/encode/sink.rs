@@ -168,30 +168,45 @@ impl BytesSink {
         self.cap = 0;
     }
 
-    /// Writes `value` as a varint at `at`; returns the offset after it.
-    ///
-    /// # Safety
-    /// There must be room for `MAX_VARINT_LEN` bytes at `at`.
-    #[inline(always)]
-    unsafe fn varint_at(&mut self, mut at: usize, mut value: u64) -> usize {
-        // A local copy: a store through `self.data` could alias `self` as far as the compiler
-        // knows, which made it reload the pointer for every byte.
-        let data = self.data;
-        while value >= 0x80 {
-            // SAFETY: a varint has at most MAX_VARINT_LEN bytes, all inside the room.
-            unsafe { *data.add(at) = (value as u8) | 0x80 };
-            value >>= 7;
-            at += 1;
+    /// [`Sink::put_tag_varint`] when the room has to grow first. Out of line, and reached by a
+    /// tail call, so that the fast path (a REF's tag and offset, most of the bytes a list of
+    /// repeated objects writes) saves no registers: with `grow` called from inside it, it
+    /// pushed and popped three on every call, and reloaded the sink's fields after each store.
+    #[cold]
+    #[inline(never)]
+    fn put_tag_varint_grown(&mut self, tag: u8, value: u64) {
+        if self.grow(self.len, 1 + amber_format::varint::MAX_VARINT_LEN) {
+            // SAFETY: room for the tag and a whole varint was just made.
+            unsafe {
+                *self.data.add(self.len) = tag;
+                self.len = varint_into(self.data, self.len + 1, value);
+            }
         }
-        // SAFETY: as above.
-        unsafe { *data.add(at) = value as u8 };
-        at + 1
     }
 
     #[inline]
     fn room(&mut self, additional: usize) -> bool {
         self.cap - self.len >= additional || self.grow(self.len, additional)
     }
+}
+
+/// Writes `value` as a varint at `data + at`; returns the offset after it. A free function
+/// taking the data pointer: a store through a pointer read from the sink could alias the
+/// sink as far as the compiler knows, which made it reload the pointer for every byte.
+///
+/// # Safety
+/// There must be room for `MAX_VARINT_LEN` bytes at `data + at`.
+#[inline(always)]
+unsafe fn varint_into(data: *mut u8, mut at: usize, mut value: u64) -> usize {
+    while value >= 0x80 {
+        // SAFETY: a varint has at most MAX_VARINT_LEN bytes, all inside the room.
+        unsafe { *data.add(at) = (value as u8) | 0x80 };
+        value >>= 7;
+        at += 1;
+    }
+    // SAFETY: as above.
+    unsafe { *data.add(at) = value as u8 };
+    at + 1
 }
 
 /// A run of bytes written into a [`BytesSink`] with unchecked stores (the items of a packed
@@ -390,44 +405,51 @@ impl Sink for BytesSink {
     fn put_varint(&mut self, value: u64) {
         if self.room(amber_format::varint::MAX_VARINT_LEN) {
             // SAFETY: room for a whole varint was just checked.
-            self.len = unsafe { self.varint_at(self.len, value) };
+            self.len = unsafe { varint_into(self.data, self.len, value) };
         }
     }
 
     #[inline]
     fn put_tag_varint(&mut self, tag: u8, value: u64) {
-        if self.room(1 + amber_format::varint::MAX_VARINT_LEN) {
-            // SAFETY: room for the tag and a whole varint was just checked.
+        let (data, len) = (self.data, self.len);
+        if self.cap - len > amber_format::varint::MAX_VARINT_LEN {
+            // SAFETY: room for the tag and a whole varint was just checked; `data` is a local
+            // copy, so the stores cannot make the compiler reload the sink's fields.
             unsafe {
-                *self.data.add(self.len) = tag;
-                self.len = self.varint_at(self.len + 1, value);
+                *data.add(len) = tag;
+                self.len = varint_into(data, len + 1, value);
             }
+        } else {
+            self.put_tag_varint_grown(tag, value);
         }
     }
 
     #[inline(always)]
     fn put_tag_bytes(&mut self, tag: u8, bytes: &[u8]) {
         if self.room(1 + bytes.len()) {
+            let (data, len) = (self.data, self.len);
             // SAFETY: room for the tag and the bytes was just checked; the source is a Rust
-            // slice that cannot overlap the object we own exclusively.
+            // slice that cannot overlap the object we own exclusively. (Local copies of the
+            // fields: a store through `data` would otherwise make the compiler reload them.)
             unsafe {
-                *self.data.add(self.len) = tag;
-                crate::short_bytes::copy_short(bytes, self.data.add(self.len + 1));
+                *data.add(len) = tag;
+                crate::short_bytes::copy_short(bytes, data.add(len + 1));
             }
-            self.len += 1 + bytes.len();
+            self.len = len + 1 + bytes.len();
         }
     }
 
     #[inline]
     fn put_tag_fixed<const N: usize>(&mut self, tag: u8, bytes: [u8; N]) {
         if self.room(1 + N) {
+            let (data, len) = (self.data, self.len);
             // SAFETY: room for the tag and N bytes was just checked; an array has no
             // alignment requirement beyond a byte.
             unsafe {
-                *self.data.add(self.len) = tag;
-                std::ptr::write_unaligned(self.data.add(self.len + 1).cast::<[u8; N]>(), bytes);
+                *data.add(len) = tag;
+                std::ptr::write_unaligned(data.add(len + 1).cast::<[u8; N]>(), bytes);
             }
-            self.len += 1 + N;
+            self.len = len + 1 + N;
         }
     }
 
