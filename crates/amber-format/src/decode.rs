@@ -511,6 +511,18 @@ struct Decoder<'a, B: Builder> {
     buffers_used: FxHashSet<u64>,
 }
 
+/// The error of [`Decoder::check_count`]: `n` elements declared at `at` with only `left` bytes
+/// left.
+#[cold]
+#[inline(never)]
+fn count_error(n: u64, at: usize, what: &str, left: u64) -> DecodeError {
+    DecodeError::new(
+        ErrorKind::LengthTooLarge,
+        at,
+        format!("{what} declares {n} elements but only {left} bytes are left"),
+    )
+}
+
 fn host_error(e: BuildError, at: usize, what: &str) -> DecodeError {
     build_error(e, at, what, ErrorKind::DuplicateKey)
 }
@@ -671,7 +683,12 @@ impl<'a, B: Builder> Decoder<'a, B> {
         self.check_count(n, at, min_bytes, what)
     }
 
-    #[inline]
+    /// Checks that `n` elements of at least `min_bytes` bytes each (at least 1) fit in what
+    /// is left. Compared as a product, not as `n > left / min_bytes` (the same test: a
+    /// product past u64 is past `left` too): the division was a `div` instruction for every
+    /// container, short tuples included, and with the message built in line the check was
+    /// a call with a stack frame of its own.
+    #[inline(always)]
     fn check_count(
         &self,
         n: u64,
@@ -680,14 +697,10 @@ impl<'a, B: Builder> Decoder<'a, B> {
         what: &str,
     ) -> Result<usize, DecodeError> {
         let left = self.remaining() as u64;
-        if n > left / min_bytes {
-            return Err(DecodeError::new(
-                ErrorKind::LengthTooLarge,
-                at,
-                format!("{what} declares {n} elements but only {left} bytes are left"),
-            ));
+        match n.checked_mul(min_bytes) {
+            Some(need) if need <= left => Ok(n as usize),
+            _ => Err(count_error(n, at, what, left)),
         }
-        Ok(n as usize)
     }
 
     #[inline]
