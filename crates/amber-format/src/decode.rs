@@ -511,6 +511,29 @@ struct Decoder<'a, B: Builder> {
     buffers_used: FxHashSet<u64>,
 }
 
+/// The error of [`Decoder::take`] and [`Decoder::take_array`]: `what`, at `start`, needs `n`
+/// bytes and only `left` are left.
+#[cold]
+#[inline(never)]
+fn truncated_error(what: &str, n: usize, start: usize, left: usize) -> DecodeError {
+    DecodeError::new(
+        ErrorKind::Truncated,
+        start,
+        format!("{what} needs {n} bytes but {left} are left"),
+    )
+}
+
+/// The error of [`Decoder::enter`]: the nesting level opened at `at` is past `max_depth`.
+#[cold]
+#[inline(never)]
+fn depth_error(at: usize, max_depth: u32) -> DecodeError {
+    DecodeError::new(
+        ErrorKind::DepthLimit,
+        at,
+        format!("nesting deeper than max_depth={max_depth}"),
+    )
+}
+
 /// The error of [`Decoder::check_count`]: `n` elements declared at `at` with only `left` bytes
 /// left.
 #[cold]
@@ -573,7 +596,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
         }
     }
 
-    #[inline]
+    // The checks of `take`, `take_array` and `enter` run for nearly every value; their errors
+    // are built out of line, so that the checks inline into the loops that call them.
+    #[inline(always)]
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
         let start = self.pos;
         let data: &'a [u8] = self.data;
@@ -582,15 +607,11 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 self.pos = start + n;
                 Ok(slice)
             }
-            None => Err(DecodeError::new(
-                ErrorKind::Truncated,
-                start,
-                format!("{what} needs {n} bytes but {} are left", self.remaining()),
-            )),
+            None => Err(truncated_error(what, n, start, self.remaining())),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn take_array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DecodeError> {
         let start = self.pos;
         match self
@@ -602,11 +623,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
                 self.pos = start + N;
                 Ok(*chunk)
             }
-            None => Err(DecodeError::new(
-                ErrorKind::Truncated,
-                start,
-                format!("{what} needs {N} bytes but {} are left", self.remaining()),
-            )),
+            None => Err(truncated_error(what, N, start, self.remaining())),
         }
     }
 
@@ -724,15 +741,11 @@ impl<'a, B: Builder> Decoder<'a, B> {
         )
     }
 
-    #[inline]
+    #[inline(always)]
     fn enter(&mut self, at: usize) -> Result<(), DecodeError> {
         self.depth += 1;
         if self.depth > self.max_depth {
-            return Err(DecodeError::new(
-                ErrorKind::DepthLimit,
-                at,
-                format!("nesting deeper than max_depth={}", self.max_depth),
-            ));
+            return Err(depth_error(at, self.max_depth));
         }
         Ok(())
     }
