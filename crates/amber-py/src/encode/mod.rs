@@ -91,6 +91,10 @@ pub struct PyEncoder<'py> {
     /// the encode started again, and these are tagged (see `object_rows.rs`). Kept across
     /// restarts.
     tagged_columns: rustc_hash::FxHashSet<(usize, usize)>,
+    /// Emptied lists of a RECORDS' keys, for the next list of records to fill (see
+    /// `records.rs`): a JSON document holds hundreds of short lists of records, and a new
+    /// vector for each, grown key by key, cost a catalog's encode 3.5% of its instructions.
+    spare_key_lists: Vec<Vec<PyObj>>,
 }
 
 /// Encodes `obj` into a complete payload, a `bytes` object. With `oob`, large data goes out
@@ -117,6 +121,7 @@ pub fn encode<'py>(
         oob: oob.as_deref_mut().map(std::mem::take).unwrap_or_default(),
         options,
         plain_records: rustc_hash::FxHashSet::default(),
+        spare_key_lists: Vec::new(),
         tagged_columns: rustc_hash::FxHashSet::default(),
     };
     let result = encoder.run(obj, options.refs);

@@ -57,9 +57,11 @@ impl PyEncoder<'_> {
         if !self.plain_records.is_empty() && self.plain_records.contains(&(owner as usize)) {
             return Ok(false);
         }
-        let Some(keys) = self.record_keys(list, n, holds) else {
+        let mut keys = self.spare_key_lists.pop().unwrap_or_default();
+        if !self.record_keys(list, n, holds, &mut keys) {
+            self.give_back_keys(keys);
             return Ok(false);
-        };
+        }
         let width = keys.len();
         self.enter()?;
         self.writer.records_header(n, width);
@@ -92,7 +94,16 @@ impl PyEncoder<'_> {
             return Err(changed_size("list", list));
         }
         self.leave();
+        self.give_back_keys(keys);
         Ok(true)
+    }
+
+    /// Returns a list of keys taken from [`PyEncoder::spare_key_lists`], emptied (its keys
+    /// released), for the next list of records.
+    #[inline]
+    fn give_back_keys(&mut self, mut keys: Vec<PyObj>) {
+        keys.clear();
+        self.spare_key_lists.push(keys);
     }
 
     /// Writes the values of `row`, a held exact dict, in the order of `keys`; false (with
@@ -155,17 +166,19 @@ impl PyEncoder<'_> {
         Ok(index == keys.len())
     }
 
-    /// The keys of a list of `n` dicts that may be written as RECORDS, held, or `None` when
-    /// its items do not qualify: each an exact dict with at most the references `holds`
-    /// allows (see [`PyEncoder::unshared_limit`]) and as many keys as the first, which has at
-    /// least [`RECORDS_MIN_WIDTH`], all exact strs. (That every dict has those very keys is
-    /// checked as its values are written.)
+    /// Puts into `keys` (empty) the keys of a list of `n` dicts that may be written as
+    /// RECORDS, held, and says whether its items qualify: each an exact dict with at most the
+    /// references `holds` allows (see [`PyEncoder::unshared_limit`]) and as many keys as the
+    /// first, which has at least [`RECORDS_MIN_WIDTH`], all exact strs. (That every dict has
+    /// those very keys is checked as its values are written.) When they do not, `keys` may
+    /// hold some keys, for the caller to release.
     fn record_keys(
         &self,
         list: *mut ffi::PyObject,
         n: usize,
         holds: ffi::Py_ssize_t,
-    ) -> Option<Vec<PyObj>> {
+        keys: &mut Vec<PyObj>,
+    ) -> bool {
         let dict_type = self.types.dict;
         // Dicts keep their identity in every mode but canonical, which the caller excludes:
         // only refs=False lets a dict held twice be written twice.
@@ -178,17 +191,16 @@ impl PyEncoder<'_> {
         let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
         // SAFETY: the first item is a live exact dict (the caller checked its type).
         let first = unsafe { *items };
-        let mut keys = Vec::new();
         // SAFETY: first is a live exact dict; no Python code runs while it is read.
         for (key, _) in unsafe { Items::new(first) } {
             // SAFETY: reading the type of a live key.
             if unsafe { ffi::Py_TYPE(key) } != self.types.str {
-                return None;
+                return false;
             }
-            keys.push(key);
+            keys.push(hold(key));
         }
         if keys.len() < RECORDS_MIN_WIDTH {
-            return None;
+            return false;
         }
         let width = keys.len();
         for i in 0..n {
@@ -202,10 +214,10 @@ impl PyEncoder<'_> {
                     && (*item.cast::<ffi::PyDictObject>()).ma_used as usize == width
             };
             if !fits {
-                return None;
+                return false;
             }
         }
-        Some(keys.into_iter().map(hold).collect())
+        true
     }
 }
 
