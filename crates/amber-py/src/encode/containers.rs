@@ -147,8 +147,9 @@ impl PyEncoder<'_> {
         }
         let _held = hold(obj);
         self.enter()?;
-        // SAFETY: obj is an exact dict.
-        let n = unsafe { ffi::PyDict_Size(obj) };
+        // SAFETY: obj is an exact dict; its `ma_used` field is what PyDict_Size returns, read
+        // without the call (a JSON document has thousands of dicts).
+        let n = unsafe { (*obj.cast::<ffi::PyDictObject>()).ma_used };
         self.writer.dict_header(n as usize);
         let mut index = 0;
         // SAFETY: obj is an exact dict, held until the loop ends. Items checks the table
