@@ -195,6 +195,22 @@ def test_cached_keys_are_handed_out_only_for_the_same_bytes(length):
         assert list(amber.loads(amber.dumps({base: 0, key: 1}))) == [base, key]
 
 
+@pytest.mark.parametrize("size", range(2, 24))
+def test_keys_with_a_non_ascii_character_anywhere_are_not_taken_for_ascii(size):
+    # The key cache tells ASCII keys from others by the words it hashes: a multi-byte
+    # character at any byte offset of a key of any SHORT_STR size must send the key down the
+    # general path, on its first decode and on later ones (which would find an ASCII key in
+    # the cache), and an ASCII key with the same other bytes must still come back as itself.
+    for at in range(size - 1):
+        key = "k" * at + "\xe9" + "k" * (size - 2 - at)
+        assert len(key.encode()) == size
+        twin = "k" * (size - 1)
+        for _ in range(2):
+            got = amber.loads(amber.dumps([{twin: 0}, {key: 1}, {"\x7f" * size: 2}]))
+            assert [list(d) for d in got] == [[twin], [key], ["\x7f" * size]]
+            assert all(type(k) is str for d in got for k in d)
+
+
 def _dicts() -> dict[str, dict]:
     holes = {f"k{i}": i for i in range(50)}
     for i in range(0, 50, 3):

@@ -44,10 +44,12 @@ impl Builder for PyBuilder<'_, '_> {
     }
     #[inline(always)]
     fn key_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
-        if !utf8.is_ascii() {
-            return self.make_wide_str(utf8);
-        }
-        let slot = key_cache::slot(utf8);
+        let slot = match key_cache::ascii_slot(utf8) {
+            Some(slot) => slot,
+            None if !utf8.is_ascii() => return self.make_wide_str(utf8),
+            // ASCII, but longer than the keys the cache is made for.
+            None => key_cache::slot(utf8),
+        };
         // SAFETY: the GIL is held for the whole decode.
         let cached = unsafe { key_cache::lookup(slot, utf8) };
         if !cached.is_null() {

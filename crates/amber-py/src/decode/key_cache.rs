@@ -32,9 +32,29 @@ static TABLE: Table = Table(UnsafeCell::new([std::ptr::null_mut(); SLOTS]));
 /// land far apart.
 #[inline(always)]
 pub(super) fn slot(key: &[u8]) -> usize {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    slot_of(key.len(), words(key))
+}
+
+/// [`slot`] for a key of at most 24 bytes that are all ASCII, else `None`. The words hold
+/// every byte of such a key, so their union shows any byte with its top bit set: one pass
+/// over the key serves the hash and the ASCII check, which `<[u8]>::is_ascii` made a loop
+/// over the bytes of every key shorter than a word.
+#[inline(always)]
+pub(super) fn ascii_slot(key: &[u8]) -> Option<usize> {
+    if key.len() > 24 {
+        return None;
+    }
     let [a, b, c] = words(key);
-    let n = key.len();
+    if (a | b | c) & 0x8080_8080_8080_8080 != 0 {
+        return None;
+    }
+    Some(slot_of(key.len(), [a, b, c]))
+}
+
+/// The slot of a text of `n` bytes whose [`words`] are `[a, b, c]`.
+#[inline(always)]
+fn slot_of(n: usize, [a, b, c]: [u64; 3]) -> usize {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h = ((n as u64).rotate_left(23) ^ a).wrapping_mul(K);
     if n > 8 {
         h = (h.rotate_left(23) ^ b).wrapping_mul(K);
