@@ -132,6 +132,38 @@ def test_large_outputs_are_exact_and_reuse_memory():
         assert result["faults"] < 40, result
 
 
+_OUT_OF_MEMORY = """
+import json, resource, amber
+# 150 MB of distinct bytes objects, then an address-space limit 100 MB above what the
+# process maps now: the output runs out of memory mid-way, with most of it written.
+items = [bytes([i % 256]) * 100_000 for i in range(1500)]
+with open("/proc/self/statm") as f:
+    mapped = int(f.read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (mapped + 100 * 2**20, resource.RLIM_INFINITY))
+try:
+    amber.dumps(items)
+    outcome = {"raised": None}
+except Exception as e:
+    outcome = {"raised": type(e).__name__, "cause": type(e.__cause__).__name__, "text": str(e)}
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+# The sink let go of its partial output; the next encode starts afresh.
+outcome["after"] = amber.loads(amber.dumps(items[:3])) == items[:3]
+print(json.dumps(outcome))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the address-space limit and /proc are Linux's")
+def test_an_output_that_runs_out_of_memory_raises_and_the_next_encode_works():
+    # A failed allocation leaves the sink with no room: every later write is dropped, and the
+    # encode ends with an error naming the failure. (It used to go on writing through a NULL
+    # pointer, and the child died of SIGSEGV.)
+    result = run_python_json(_OUT_OF_MEMORY)
+    assert result["raised"] == "EncodeError", result
+    assert result["cause"] == "MemoryError", result
+    assert "cannot allocate the output" in result["text"], result
+    assert result["after"] is True
+
+
 def test_threads_each_encode_correctly(graph_diff):
     errors: list[str] = []
 

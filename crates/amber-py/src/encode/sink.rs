@@ -165,7 +165,11 @@ impl BytesSink {
             self.obj = std::ptr::null_mut();
         }
         self.data = std::ptr::null_mut();
-        self.cap = 0;
+        // No room left, and `cap - len` (every write's room check) stays 0. A capacity of 0
+        // with bytes already written made that difference wrap around to a huge room, and
+        // the next write went through the NULL data pointer: encoding into memory that ran
+        // out mid-way crashed the interpreter instead of raising MemoryError.
+        self.cap = self.len;
     }
 
     /// [`Sink::put_tag_varint`] when the room has to grow first. Out of line, and reached by a
