@@ -180,11 +180,8 @@ impl BytesSink {
     #[inline(never)]
     fn put_tag_varint_grown(&mut self, tag: u8, value: u64) {
         if self.grow(self.len, 1 + amber_format::varint::MAX_VARINT_LEN) {
-            // SAFETY: room for the tag and a whole varint was just made.
-            unsafe {
-                *self.data.add(self.len) = tag;
-                self.len = varint_into(self.data, self.len + 1, value);
-            }
+            // The room is there now: the fast path writes.
+            self.put_tag_varint(tag, value);
         }
     }
 
