@@ -640,9 +640,16 @@ impl RefTracker {
         self.inside_cyclic > 0
     }
 
+    /// Whether [`RefTracker::seen_or_record`] can record one more object without growing
+    /// its table: a caller that checks first keeps its fast path free of the allocation.
+    #[inline(always)]
+    pub fn has_room(&self) -> bool {
+        self.memo.has_room()
+    }
+
     /// For a scalar or a mutable container about to be written at `pos`: the offset of its
     /// earlier occurrence, or `None` after recording this one.
-    #[inline]
+    #[inline(always)]
     pub fn seen_or_record(&mut self, id: usize, pos: usize) -> Option<usize> {
         match self.memo.get_or_insert(id, Entry::Written(pos)) {
             Some(Entry::Written(offset)) => Some(offset),

@@ -7,6 +7,11 @@
 //! written in, and a slot of an older generation counts as empty. So an encoder that keeps
 //! its table between calls (to skip the allocation) does not pay for clearing a table that a
 //! large payload once grew.
+//!
+//! A slot is two words: the key, and the entry with the generation in its top 16 bits. At
+//! 16 bytes, four slots share a cache line (the table of a list of 25,000 distinct strs is
+//! 1 MiB, not 1.5 with a separate generation word), and telling an empty slot from a full
+//! one is one comparison of the word the entry is in.
 
 /// What the memo knows about an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,15 +22,26 @@ pub(crate) enum Entry {
     Building { level: u32 },
 }
 
+/// Bits of a slot's value word below the generation: an entry packs into these.
+const ENTRY_BITS: u32 = 48;
+const ENTRY_MASK: u64 = (1 << ENTRY_BITS) - 1;
+
 impl Entry {
+    /// The entry in [`ENTRY_BITS`] bits. An offset needs 47 of them: a body of 2^47 bytes
+    /// (128 TiB) is past any memory a payload is built in, and the assertion says so.
+    #[inline(always)]
     fn pack(self) -> u64 {
-        match self {
+        let bits = match self {
             Entry::Written(offset) => (offset as u64) << 1,
             Entry::Building { level } => (u64::from(level) << 1) | 1,
-        }
+        };
+        assert!(bits <= ENTRY_MASK, "identity memo: offset past 2^47");
+        bits
     }
 
-    fn unpack(bits: u64) -> Entry {
+    #[inline(always)]
+    fn unpack(value: u64) -> Entry {
+        let bits = value & ENTRY_MASK;
         if bits & 1 == 0 {
             Entry::Written((bits >> 1) as usize)
         } else {
@@ -39,19 +55,34 @@ impl Entry {
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     key: usize,
+    /// The generation (top 16 bits) and the packed [`Entry`] (the rest).
     value: u64,
-    generation: u32,
+}
+
+impl Slot {
+    /// Whether the slot was written in the generation whose value words start at `base`.
+    /// Generations only count up (after a wrap every slot is wiped), so a slot is of the
+    /// current one exactly when its value is at least the current base: one comparison.
+    #[inline(always)]
+    fn is_current(self, base: u64) -> bool {
+        self.value >= base
+    }
 }
 
 /// Identity → [`Entry`], with O(1) [`IdentityMap::clear`].
 #[derive(Debug)]
 pub(crate) struct IdentityMap {
+    /// `2^bits` slots, or none before the first insert.
     slots: Vec<Slot>,
     /// log2 of `slots.len()` (0 while nothing is allocated).
     bits: u32,
     len: usize,
-    /// Slots written in another generation are empty. Starts at 1: fresh slots hold 0.
-    generation: u32,
+    /// The `len` at which the next insert grows the table: half the slots (0 before the first
+    /// insert, so that it allocates).
+    limit: usize,
+    /// The current generation, shifted into place (`generation << ENTRY_BITS`). Slots
+    /// written in another generation are empty. Starts at 1: fresh slots hold 0.
+    generation: u64,
 }
 
 impl Default for IdentityMap {
@@ -60,12 +91,17 @@ impl Default for IdentityMap {
             slots: Vec::new(),
             bits: 0,
             len: 0,
-            generation: 1,
+            limit: 0,
+            generation: FIRST_GENERATION,
         }
     }
 }
 
 const MIN_BITS: u32 = 6;
+const FIRST_GENERATION: u64 = 1 << ENTRY_BITS;
+/// Generations count up to this one (65,535) and start again at the first after wiping the
+/// slots.
+const LAST_GENERATION: u64 = !ENTRY_MASK;
 
 impl IdentityMap {
     /// Entries in the current generation.
@@ -82,28 +118,32 @@ impl IdentityMap {
     /// Empties the map in O(1), keeping the allocation.
     pub(crate) fn clear(&mut self) {
         self.len = 0;
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            // Every 2^32 clears: wipe the stamps so no old slot can look current.
+        if self.generation == LAST_GENERATION {
+            // Every 65,535 clears: wipe the stamps so no old slot can look current.
             self.slots.fill(Slot::default());
-            self.generation = 1;
+            self.generation = FIRST_GENERATION;
+        } else {
+            self.generation += FIRST_GENERATION;
         }
     }
 
-    #[inline]
-    fn home(&self, key: usize) -> usize {
-        // Fibonacci hashing: the top bits of the product mix every bit of the address.
-        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
+    /// Whether one more key fits without growing the table.
+    #[inline(always)]
+    pub(crate) fn has_room(&self) -> bool {
+        self.len < self.limit
     }
 
-    /// The slot holding `key`, or the empty slot where it would go.
-    #[inline]
+    /// The slot holding `key`, or the empty slot where it would go. Only called with slots
+    /// allocated (`bits > 0`), at most half of them full.
+    #[inline(always)]
     fn find(&self, key: usize) -> (usize, bool) {
+        debug_assert!(self.bits > 0 && self.len < self.slots.len());
         let mask = self.slots.len() - 1;
-        let mut i = self.home(key);
+        // Fibonacci hashing: the top bits of the product mix every bit of the address.
+        let mut i = ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize;
         loop {
-            let slot = &self.slots[i];
-            if slot.generation != self.generation {
+            let slot = self.slots[i];
+            if !slot.is_current(self.generation) {
                 return (i, false);
             }
             if slot.key == key {
@@ -111,6 +151,12 @@ impl IdentityMap {
             }
             i = (i + 1) & mask;
         }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, i: usize, key: usize, entry: Entry) {
+        let value = self.generation | entry.pack();
+        self.slots[i] = Slot { key, value };
     }
 
     /// The entry for `key`.
@@ -125,19 +171,17 @@ impl IdentityMap {
         }
     }
 
-    /// The entry for `key` if there is one; otherwise inserts `make()` and returns `None`.
-    #[inline]
+    /// The entry for `key` if there is one; otherwise inserts `make` and returns `None`.
+    #[inline(always)]
     pub(crate) fn get_or_insert(&mut self, key: usize, make: Entry) -> Option<Entry> {
-        self.reserve_one();
+        if !self.has_room() {
+            self.grow();
+        }
         let (i, found) = self.find(key);
         if found {
             return Some(Entry::unpack(self.slots[i].value));
         }
-        self.slots[i] = Slot {
-            key,
-            value: make.pack(),
-            generation: self.generation,
-        };
+        self.set(i, key, make);
         self.len += 1;
         None
     }
@@ -145,39 +189,32 @@ impl IdentityMap {
     /// Sets the entry for `key`.
     #[inline]
     pub(crate) fn insert(&mut self, key: usize, entry: Entry) {
-        self.reserve_one();
-        let (i, found) = self.find(key);
-        self.len += usize::from(!found);
-        self.slots[i] = Slot {
-            key,
-            value: entry.pack(),
-            generation: self.generation,
-        };
-    }
-
-    /// Keeps the load at most 1/2: linear probing's misses (every first meeting of an
-    /// object) stay near two probes, and an empty slot always exists.
-    #[inline]
-    fn reserve_one(&mut self) {
-        if (self.len + 1) * 2 > self.slots.len() {
+        if !self.has_room() {
             self.grow();
         }
+        let (i, found) = self.find(key);
+        self.len += usize::from(!found);
+        self.set(i, key, entry);
     }
 
+    /// Doubles the table. The load stays at most 1/2: linear probing's misses (every first
+    /// meeting of an object) stay near two probes, and an empty slot always exists.
     #[cold]
+    #[inline(never)]
     fn grow(&mut self) {
         let bits = (self.bits + 1).max(MIN_BITS);
         let old = std::mem::replace(&mut self.slots, vec![Slot::default(); 1 << bits]);
         let old_generation = self.generation;
         self.bits = bits;
-        self.generation = 1;
+        self.limit = 1 << (bits - 1);
+        self.generation = FIRST_GENERATION;
         self.len = 0;
-        for slot in old.into_iter().filter(|s| s.generation == old_generation) {
+        for slot in old
+            .into_iter()
+            .filter(|s| s.value & !ENTRY_MASK == old_generation)
+        {
             let (i, _) = self.find(slot.key);
-            self.slots[i] = Slot {
-                generation: 1,
-                ..slot
-            };
+            self.set(i, slot.key, Entry::unpack(slot.value));
             self.len += 1;
         }
     }
@@ -211,13 +248,58 @@ mod tests {
     }
 
     #[test]
+    fn offsets_use_all_of_their_47_bits() {
+        let mut map = IdentityMap::default();
+        let largest = (1usize << 47) - 1;
+        assert_eq!(map.get_or_insert(16, Entry::Written(largest)), None);
+        map.insert(
+            32,
+            Entry::Building {
+                level: u32::MAX >> 1,
+            },
+        );
+        assert_eq!(map.get(16), Some(Entry::Written(largest)));
+        assert_eq!(
+            map.get(32),
+            Some(Entry::Building {
+                level: u32::MAX >> 1
+            })
+        );
+        map.clear();
+        assert_eq!(map.get(16), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "offset past 2^47")]
+    fn an_offset_past_47_bits_is_refused_not_wrapped_into_the_generation() {
+        IdentityMap::default().get_or_insert(16, Entry::Written(1 << 47));
+    }
+
+    #[test]
+    fn no_entry_outlives_its_generation_across_a_wrap() {
+        let mut map = IdentityMap::default();
+        // 70,000 clears pass the last generation (65,535) once; every key is met in one
+        // generation only, and must be gone in the next.
+        for round in 0..70_000usize {
+            let key = 16 * (round % 100 + 1);
+            assert_eq!(map.get(key), None, "round {round}");
+            assert_eq!(map.get_or_insert(key, Entry::Written(round)), None);
+            assert_eq!(
+                map.get_or_insert(key, Entry::Written(0)),
+                Some(Entry::Written(round))
+            );
+            map.clear();
+        }
+    }
+
+    #[test]
     fn generation_wrap_forgets_old_slots() {
         let mut map = IdentityMap::default();
         map.insert(16, Entry::Written(3));
-        map.generation = u32::MAX;
+        map.generation = LAST_GENERATION;
         map.insert(32, Entry::Written(4));
         map.clear();
-        assert_eq!(map.generation, 1);
+        assert_eq!(map.generation, FIRST_GENERATION);
         assert_eq!(map.get(16), None);
         assert_eq!(map.get(32), None);
     }

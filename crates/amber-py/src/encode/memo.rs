@@ -285,26 +285,68 @@ impl Memo {
         self.lookup(obj, writer)
     }
 
-    /// The table part of [`Memo::ref_if_seen`], for objects that may be met again.
+    /// The table part of [`Memo::ref_if_seen`], for objects that may be met again (refs are
+    /// on).
+    ///
+    /// Most objects looked up are met for the first time (a small message's keys and
+    /// values). That path is kept free of calls: when the table or the list of recorded
+    /// objects would have to grow, or the object was met before, it hands over to another
+    /// function by a tail call. With those calls in line, the function saved and restored
+    /// five registers on every lookup (now three, for the probe loop) and checked the table's
+    /// room after the list's.
     #[inline(never)]
     fn lookup(&mut self, obj: *mut ffi::PyObject, writer: &mut Writer<BytesSink>) -> bool {
-        let Some(tracker) = self.tracker_mut() else {
-            return false;
-        };
+        let tables = &mut *self.tables;
+        if !tables.tracker.has_room() || tables.recorded.len() == tables.recorded.capacity() {
+            return self.lookup_growing(obj, writer);
+        }
         let pos = writer.body_pos();
-        match tracker.seen_or_record(obj as usize, pos) {
-            Some(offset) => {
-                self.last_offset = offset;
-                self.tables.recent[recent_slot(obj)] = (obj as usize, offset);
-                writer.reference(offset);
-                true
-            }
+        match tables.tracker.seen_or_record(obj as usize, pos) {
+            Some(offset) => self.found(obj, offset, writer),
             None => {
+                let len = tables.recorded.len();
+                // SAFETY: len < capacity (checked above), so slot `len` is allocated; it is
+                // written before the length covers it.
+                unsafe {
+                    tables.recorded.as_mut_ptr().add(len).write(obj);
+                    tables.recorded.set_len(len + 1);
+                }
                 self.last_offset = pos;
-                self.tables.recorded.push(obj);
                 false
             }
         }
+    }
+
+    /// [`Memo::lookup`] when the table or the list of recorded objects is full.
+    #[cold]
+    #[inline(never)]
+    fn lookup_growing(&mut self, obj: *mut ffi::PyObject, writer: &mut Writer<BytesSink>) -> bool {
+        let pos = writer.body_pos();
+        match self.tables.tracker.seen_or_record(obj as usize, pos) {
+            Some(offset) => self.found(obj, offset, writer),
+            None => {
+                self.tables.recorded.push(obj);
+                self.last_offset = pos;
+                false
+            }
+        }
+    }
+
+    /// [`Memo::lookup`] for an object written before, at `offset`: writes the `REF`.
+    #[inline(never)]
+    fn found(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        offset: usize,
+        writer: &mut Writer<BytesSink>,
+    ) -> bool {
+        self.last_offset = offset;
+        self.tables.recent[recent_slot(obj)] = (obj as usize, offset);
+        writer.reference(offset);
+        // Always true; hidden from the optimizer, which would otherwise return the constant in
+        // `lookup` after a call, instead of jumping here (a tail call, which keeps `lookup` a
+        // leaf).
+        std::hint::black_box(true)
     }
 
     /// Starts a tuple or frozenset that may repeat (see [`Memo::immutable_may_repeat`]).
