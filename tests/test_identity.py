@@ -131,6 +131,41 @@ def test_repeated_objects_across_a_restart(graph_diff):
     assert u[0][0] is u[0][5] and u[0][2] is u[0][8]
 
 
+@pytest.mark.parametrize("before", [0, 1, 30, 61, 62, 63, 64, 65, 100])
+def test_objects_shared_across_the_memos_move_to_its_table(before, graph_diff):
+    # The memo keeps an encode's first 64 possibly shared objects in a small array and moves
+    # them to its table at the 65th. Objects first met on either side of that move, tuples
+    # open across it (a cyclic one among them) and dict keys met again past it must all be
+    # found again, as the reference encoder finds them.
+    fillers = [fresh_str(f"filler-{i}") for i in range(before)]
+    shared = [fresh_str("s" * 5), [1.5], {"k": 2.5}, 2**62 + 7, 3.25]
+    key = fresh_str("key")
+    t = ([],)
+    t[0].append(t)
+    pair = (shared[0], shared[1])
+    value = [
+        *fillers,
+        {key: shared[0]},
+        pair,
+        t,
+        *shared,
+        *[fresh_str(f"late-{i}") for i in range(10)],
+        {key: shared[1]},
+        *shared,
+        pair,
+        t,
+        *fillers,
+        [{key: i} for i in range(3)],
+    ]
+    holders = (fillers, shared, key, t, pair)  # every one of them is held twice
+    data, out = roundtrip(value, graph_diff)
+    assert data == ref_dumps(value)
+    assert holders
+    first = out[before + 3 : before + 3 + len(shared)]
+    again = out[before + 3 + len(shared) + 11 : before + 3 + 2 * len(shared) + 11]
+    assert all(x is y for x, y in zip(first, again, strict=True))
+
+
 def test_shared_scalars(graph_diff):
     big = 10**30
     mid = 1000 + len(str(big))  # a non-cached int object

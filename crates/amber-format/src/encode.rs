@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use crate::ext::{ExtBlob, ExtCode};
 use crate::header::{HEADER_LEN, PLAIN_HEADER};
-use crate::identity::{Entry, IdentityMap};
+use crate::identity::{Entry, IdentityMap, NoRoom};
 use crate::object::ShapeDef;
 use crate::tag::{self, Tag, TRACKED};
 use crate::varint::zigzag;
@@ -587,6 +587,17 @@ pub struct ImmutableToken {
     start: usize,
 }
 
+/// What [`RefTracker::seen_or_record_in_first_tier`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// The object was written before, at this body offset.
+    Before(usize),
+    /// First meeting: recorded.
+    Now,
+    /// Not looked up: ask [`RefTracker::seen_or_record`].
+    NoRoom,
+}
+
 /// The identity memo of one encode. Identities are caller-chosen `usize` keys (a pointer).
 ///
 /// A cycle through a tuple only shows when the encoder meets the tuple again while writing
@@ -645,6 +656,29 @@ impl RefTracker {
     #[inline(always)]
     pub fn has_room(&self) -> bool {
         self.memo.has_room()
+    }
+
+    /// Whether this pass has recorded few objects so far (at most 64), which the memo
+    /// keeps in a small array rather than its table. A lookup costs so little then that a
+    /// caller's own caches in front of the memo cost more than they save.
+    #[inline(always)]
+    pub fn in_first_tier(&self) -> bool {
+        self.memo.in_first_tier()
+    }
+
+    /// [`RefTracker::seen_or_record`] while [`RefTracker::in_first_tier`] and the first tier
+    /// has room; otherwise [`Recorded::NoRoom`], changing nothing, and the caller calls
+    /// `seen_or_record`. Trying this first keeps the table's code off a small message's path.
+    #[inline(always)]
+    pub fn seen_or_record_in_first_tier(&mut self, id: usize, pos: usize) -> Recorded {
+        match self
+            .memo
+            .get_or_insert_in_first_tier(id, Entry::Written(pos))
+        {
+            Ok(Some(Entry::Written(offset))) => Recorded::Before(offset),
+            Ok(Some(Entry::Building { .. }) | None) => Recorded::Now,
+            Err(NoRoom) => Recorded::NoRoom,
+        }
     }
 
     /// For a scalar or a mutable container about to be written at `pos`: the offset of its

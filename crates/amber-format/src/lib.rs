@@ -32,7 +32,7 @@ pub mod utf8;
 pub mod varint;
 
 pub use decode::{decode, decode_body, Builder, PairPlace};
-pub use encode::{ImmutableStart, ImmutableToken, RefTracker, Sink, Writer};
+pub use encode::{ImmutableStart, ImmutableToken, Recorded, RefTracker, Sink, Writer};
 pub use envelope::{open, seal, OpenOptions, Opened, SealOptions, SigningKey};
 pub use error::{BuildError, DecodeError, ErrorKind};
 pub use ext::{

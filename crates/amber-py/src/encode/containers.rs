@@ -193,6 +193,9 @@ impl PyEncoder<'_> {
     /// of a memo lookup.
     #[inline(always)]
     fn str_key(&mut self, key: *mut ffi::PyObject, index: usize) -> Result<(), EncodeFail> {
+        if !self.memo.key_caches_on() {
+            return self.str(key);
+        }
         match self.memo.key(key, index) {
             KeyRef::Written(offset) => {
                 self.writer.reference(offset);

@@ -13,13 +13,18 @@
 //!   Python code or collect garbage (class code, a custom encoder, a numpy call) the encoder
 //!   calls [`Memo::pin`], which takes a reference to every object recorded since the last pin;
 //!   they are released when the encode ends or restarts.
-//! - **Shortcuts.** Two small caches skip the memo's hash lookup, and both hold only objects
+//! - **Two tiers.** The identity memo (`RefTracker`) keeps a pass's first 64 objects in a
+//!   small array and moves them to its hash table at the 65th. A first meeting in the small
+//!   array goes through [`Memo::lookup_first_tier`], which skips the table's code.
+//! - **Shortcuts.** Two small caches skip the memo's lookup, and both hold only objects
 //!   the memo already holds, so they are exact: `recent` keeps a few objects found again lately
 //!   (`[x] * n`, a shared str repeated in a long list), and two caches of str dict keys the
 //!   memo holds (records repeat their keys): `key_refs` the key last written at each of a
 //!   dict's first 8 positions, and `key_slots`, by address, the keys past those (a JSON API's
 //!   records have dozens of keys) and those that took another's place in `key_refs` (nested
-//!   dicts of several shapes). All are emptied whenever the memo is; `key_slots` by
+//!   dicts of several shapes). The key caches are consulted and filled only once the pass
+//!   has found some object again ([`Memo::key_caches_on`]): a message that repeats nothing
+//!   does not pay for them. All are emptied whenever the memo is; `key_slots` by
 //!   clearing a mask of the slots in use, so that a small payload does not pay for zeroing
 //!   that table.
 //! - **Restart.** A cycle through a tuple found late makes the encode start again with the
@@ -36,7 +41,7 @@
 
 use std::cell::Cell;
 
-use amber_format::{ImmutableStart, ImmutableToken, RefTracker, Writer};
+use amber_format::{ImmutableStart, ImmutableToken, Recorded, RefTracker, Writer};
 use pyo3_ffi as ffi;
 
 use super::sink::BytesSink;
@@ -127,6 +132,9 @@ pub(super) struct Memo {
     last_offset: usize,
     /// Which slots of [`Tables::key_slots`] this pass has written.
     key_slots_used: u64,
+    /// Whether this pass has found an object again: until it does, the key caches are
+    /// neither consulted nor filled (see [`Memo::key_caches_on`]).
+    found_any: bool,
 }
 
 /// What [`Memo::key`] knows of a dict key.
@@ -152,6 +160,7 @@ impl Memo {
             held: std::ptr::null_mut(),
             last_offset: 0,
             key_slots_used: 0,
+            found_any: false,
         }
     }
 
@@ -186,6 +195,7 @@ impl Memo {
         self.unpin();
         self.tables.key_refs = [(0, 0); KEY_REFS];
         self.key_slots_used = 0;
+        self.found_any = false;
         self.tables.recent = [(0, 0); RECENT_REFS];
     }
 
@@ -282,6 +292,9 @@ impl Memo {
             writer.reference_again(offset);
             return true;
         }
+        if tracker.in_first_tier() {
+            return self.lookup_first_tier(obj, writer);
+        }
         self.lookup(obj, writer)
     }
 
@@ -317,6 +330,40 @@ impl Memo {
         }
     }
 
+    /// [`Memo::lookup`] while the memo holds few objects (see
+    /// `RefTracker::in_first_tier`): a small message's every lookup. It calls nothing but
+    /// by a tail call, as [`Memo::lookup`] does.
+    #[inline(never)]
+    fn lookup_first_tier(
+        &mut self,
+        obj: *mut ffi::PyObject,
+        writer: &mut Writer<BytesSink>,
+    ) -> bool {
+        let tables = &mut *self.tables;
+        let len = tables.recorded.len();
+        if len == tables.recorded.capacity() {
+            return self.lookup_growing(obj, writer);
+        }
+        let pos = writer.body_pos();
+        match tables
+            .tracker
+            .seen_or_record_in_first_tier(obj as usize, pos)
+        {
+            Recorded::Before(offset) => self.found(obj, offset, writer),
+            Recorded::Now => {
+                // SAFETY: len < capacity (checked above), so slot `len` is allocated; it is
+                // written before the length covers it.
+                unsafe {
+                    tables.recorded.as_mut_ptr().add(len).write(obj);
+                    tables.recorded.set_len(len + 1);
+                }
+                self.last_offset = pos;
+                false
+            }
+            Recorded::NoRoom => self.lookup_growing(obj, writer),
+        }
+    }
+
     /// [`Memo::lookup`] when the table or the list of recorded objects is full.
     #[cold]
     #[inline(never)]
@@ -341,6 +388,7 @@ impl Memo {
         writer: &mut Writer<BytesSink>,
     ) -> bool {
         self.last_offset = offset;
+        self.found_any = true;
         self.tables.recent[recent_slot(obj)] = (obj as usize, offset);
         writer.reference(offset);
         // Always true; hidden from the optimizer, which would otherwise return the constant in
@@ -383,6 +431,16 @@ impl Memo {
         if let Some(tracker) = self.tracker_mut() {
             tracker.end_immutable(obj as usize, token, writer);
         }
+    }
+
+    /// Whether the key caches are in use: from the first object found again on. A small
+    /// message often repeats nothing, and then each of its keys paid for consulting and
+    /// filling caches that it never read back, about 20 instructions a key; until an object
+    /// repeats, the caches stay empty. (They only ever hold objects the memo holds, so
+    /// filling them late changes no output.)
+    #[inline(always)]
+    pub(super) fn key_caches_on(&self) -> bool {
+        self.found_any
     }
 
     /// What the memo knows of `key`, a str key at position `index` of a dict. A key known

@@ -1,5 +1,5 @@
-//! The encoder's identity memo: a hash table from object identities (addresses) to
-//! [`Entry`]s, made for one job.
+//! The identity memo's table, for the objects past the first few (see [`super::few`]): a
+//! hash table from identities (addresses) to packed [`Entry`]s.
 //!
 //! A general hash map pays for things this one does not need: keys are distinct machine
 //! words that hash well with one multiplication, nothing is ever removed, and the table is
@@ -13,44 +13,7 @@
 //! 1 MiB, not 1.5 with a separate generation word), and telling an empty slot from a full
 //! one is one comparison of the word the entry is in.
 
-/// What the memo knows about an object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Entry {
-    /// Fully written at this body offset: later meetings become a `REF` to it.
-    Written(usize),
-    /// An immutable container being written; `level` counts nested re-entries of it.
-    Building { level: u32 },
-}
-
-/// Bits of a slot's value word below the generation: an entry packs into these.
-const ENTRY_BITS: u32 = 48;
-const ENTRY_MASK: u64 = (1 << ENTRY_BITS) - 1;
-
-impl Entry {
-    /// The entry in [`ENTRY_BITS`] bits. An offset needs 47 of them: a body of 2^47 bytes
-    /// (128 TiB) is past any memory a payload is built in, and the assertion says so.
-    #[inline(always)]
-    fn pack(self) -> u64 {
-        let bits = match self {
-            Entry::Written(offset) => (offset as u64) << 1,
-            Entry::Building { level } => (u64::from(level) << 1) | 1,
-        };
-        assert!(bits <= ENTRY_MASK, "identity memo: offset past 2^47");
-        bits
-    }
-
-    #[inline(always)]
-    fn unpack(value: u64) -> Entry {
-        let bits = value & ENTRY_MASK;
-        if bits & 1 == 0 {
-            Entry::Written((bits >> 1) as usize)
-        } else {
-            Entry::Building {
-                level: (bits >> 1) as u32,
-            }
-        }
-    }
-}
+use super::{Entry, ENTRY_BITS, ENTRY_MASK};
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
@@ -69,9 +32,9 @@ impl Slot {
     }
 }
 
-/// Identity → [`Entry`], with O(1) [`IdentityMap::clear`].
+/// Identity → [`Entry`], with O(1) [`Table::clear`].
 #[derive(Debug)]
-pub(crate) struct IdentityMap {
+pub(super) struct Table {
     /// `2^bits` slots, or none before the first insert.
     slots: Vec<Slot>,
     /// log2 of `slots.len()` (0 while nothing is allocated).
@@ -85,9 +48,9 @@ pub(crate) struct IdentityMap {
     generation: u64,
 }
 
-impl Default for IdentityMap {
+impl Default for Table {
     fn default() -> Self {
-        IdentityMap {
+        Table {
             slots: Vec::new(),
             bits: 0,
             len: 0,
@@ -103,7 +66,7 @@ const FIRST_GENERATION: u64 = 1 << ENTRY_BITS;
 /// slots.
 const LAST_GENERATION: u64 = !ENTRY_MASK;
 
-impl IdentityMap {
+impl Table {
     /// Entries in the current generation.
     #[cfg(test)]
     fn len(&self) -> usize {
@@ -111,12 +74,12 @@ impl IdentityMap {
     }
 
     /// Slots allocated (what keeping this table between encodes costs in memory).
-    pub(crate) fn capacity(&self) -> usize {
+    pub(super) fn capacity(&self) -> usize {
         self.slots.len()
     }
 
     /// Empties the map in O(1), keeping the allocation.
-    pub(crate) fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.len = 0;
         if self.generation == LAST_GENERATION {
             // Every 65,535 clears: wipe the stamps so no old slot can look current.
@@ -129,7 +92,7 @@ impl IdentityMap {
 
     /// Whether one more key fits without growing the table.
     #[inline(always)]
-    pub(crate) fn has_room(&self) -> bool {
+    pub(super) fn has_room(&self) -> bool {
         self.len < self.limit
     }
 
@@ -161,7 +124,7 @@ impl IdentityMap {
 
     /// The entry for `key`.
     #[inline]
-    pub(crate) fn get(&self, key: usize) -> Option<Entry> {
+    pub(super) fn get(&self, key: usize) -> Option<Entry> {
         if self.len == 0 {
             return None;
         }
@@ -173,7 +136,7 @@ impl IdentityMap {
 
     /// The entry for `key` if there is one; otherwise inserts `make` and returns `None`.
     #[inline(always)]
-    pub(crate) fn get_or_insert(&mut self, key: usize, make: Entry) -> Option<Entry> {
+    pub(super) fn get_or_insert(&mut self, key: usize, make: Entry) -> Option<Entry> {
         if !self.has_room() {
             self.grow();
         }
@@ -188,7 +151,7 @@ impl IdentityMap {
 
     /// Sets the entry for `key`.
     #[inline]
-    pub(crate) fn insert(&mut self, key: usize, entry: Entry) {
+    pub(super) fn insert(&mut self, key: usize, entry: Entry) {
         if !self.has_room() {
             self.grow();
         }
@@ -226,7 +189,7 @@ mod tests {
 
     #[test]
     fn entries_survive_growth_and_vanish_on_clear() {
-        let mut map = IdentityMap::default();
+        let mut map = Table::default();
         for k in 0..10_000usize {
             assert_eq!(map.get_or_insert(k * 16, Entry::Written(k)), None);
         }
@@ -249,7 +212,7 @@ mod tests {
 
     #[test]
     fn offsets_use_all_of_their_47_bits() {
-        let mut map = IdentityMap::default();
+        let mut map = Table::default();
         let largest = (1usize << 47) - 1;
         assert_eq!(map.get_or_insert(16, Entry::Written(largest)), None);
         map.insert(
@@ -272,12 +235,12 @@ mod tests {
     #[test]
     #[should_panic(expected = "offset past 2^47")]
     fn an_offset_past_47_bits_is_refused_not_wrapped_into_the_generation() {
-        IdentityMap::default().get_or_insert(16, Entry::Written(1 << 47));
+        Table::default().get_or_insert(16, Entry::Written(1 << 47));
     }
 
     #[test]
     fn no_entry_outlives_its_generation_across_a_wrap() {
-        let mut map = IdentityMap::default();
+        let mut map = Table::default();
         // 70,000 clears pass the last generation (65,535) once; every key is met in one
         // generation only, and must be gone in the next.
         for round in 0..70_000usize {
@@ -294,7 +257,7 @@ mod tests {
 
     #[test]
     fn generation_wrap_forgets_old_slots() {
-        let mut map = IdentityMap::default();
+        let mut map = Table::default();
         map.insert(16, Entry::Written(3));
         map.generation = LAST_GENERATION;
         map.insert(32, Entry::Written(4));
