@@ -226,7 +226,9 @@ impl BytesSink {
     /// Appends `bytes`, the data of an immutable object the caller holds a reference to, with
     /// the GIL released for a large copy (see `crate::buffer::copy_detached`).
     pub fn extend_detached(&mut self, py: pyo3::Python<'_>, bytes: &[u8]) {
-        if self.room(bytes.len()) {
+        // Nothing to write for an empty slice, and after a failed allocation `data` is NULL:
+        // `data.add(len)` on it would be undefined even for a copy of no bytes.
+        if !bytes.is_empty() && self.room(bytes.len()) {
             // SAFETY: room() guarantees len + bytes.len() <= cap; the destination is the
             // object being built, which only this encoder can reach, and the source cannot
             // overlap it or change (the caller's promise).
@@ -394,7 +396,8 @@ impl Sink for BytesSink {
 
     #[inline]
     fn extend_from_slice(&mut self, bytes: &[u8]) {
-        if self.room(bytes.len()) {
+        // As in `extend_detached`: `room(0)` holds even after a failed allocation.
+        if !bytes.is_empty() && self.room(bytes.len()) {
             // SAFETY: room() guarantees len + bytes.len() <= cap; the source is a Rust slice
             // that cannot overlap the object we own exclusively.
             unsafe { crate::short_bytes::copy_short(bytes, self.data.add(self.len)) };
