@@ -114,3 +114,7 @@ def test_a_utf8_copy_made_elsewhere_gives_the_same_bytes(s: str) -> None:
     assert as_utf8(fresh, None) == fresh.encode()
     assert sys.getsizeof(fresh) > size  # the copy exists now: the encoder may read it
     assert amber.dumps(fresh) == expected(fresh)
+    # Inside containers and as a key too, the same bytes as a twin with no UTF-8 copy.
+    twin = "".join(list(s))
+    nested = [fresh, {fresh: fresh}, (fresh,)]
+    assert amber.dumps(nested, refs=False) == amber.dumps([twin, {twin: twin}, (twin,)], refs=False)
