@@ -75,6 +75,24 @@ def test_all_ints_in_one_list(graph_diff):
     assert graph_diff(INTS, out) is None
 
 
+def test_ints_around_cpythons_cached_ones_decode_to_their_values_and_objects():
+    # Decoding hands out CPython's one object for each of -5 to 256 from a table, and makes
+    # every other int; each form that carries an int (a packed list, a tuple's items, dict
+    # values) must give the value, and for the cached ones that very object.
+    values = list(range(-300, 300))
+    forms = [values, tuple(values), {str(v): v for v in values}]
+    for form in forms:
+        out = amber.loads(amber.dumps(form))
+        decoded = list(out.values()) if isinstance(out, dict) else list(out)
+        assert decoded == values
+        for v, x in zip(values, decoded, strict=True):
+            assert type(x) is int
+            if -5 <= v <= 256:
+                assert x is int(str(v)), v  # int() of text returns the cached object too
+    for v in (-6, -5, 0, 256, 257, 2**62):
+        assert amber.loads(amber.dumps(v)) == v
+
+
 def test_bool_is_not_int():
     for v in (True, False):
         out = amber.loads(amber.dumps(v))

@@ -25,6 +25,7 @@ mod pylong;
 mod registry;
 mod reusable;
 mod short_bytes;
+mod small_ints;
 mod stream;
 mod trace;
 mod weak_class;
@@ -259,6 +260,7 @@ fn _amber(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .extract()?;
     pylong::set_digit_bits(digit_bits);
     dict_layout::check();
+    small_ints::fill();
     fastcall::add_functions(m, wrap_pyfunction!(dumps, m)?, wrap_pyfunction!(loads, m)?)?;
     m.add_function(wrap_pyfunction!(trace::trace, m)?)?;
     m.add_function(wrap_pyfunction!(dict_layout_known, m)?)?;

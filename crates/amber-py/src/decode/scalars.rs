@@ -27,6 +27,12 @@ impl PyBuilder<'_, '_> {
 
     #[inline]
     pub(super) fn make_int(&mut self, v: i64) -> Result<PyObj, BuildError> {
+        // SAFETY: the GIL is held for the whole decode.
+        let small = unsafe { crate::small_ints::get(v) };
+        if !small.is_null() {
+            // SAFETY: get returned a new reference.
+            return Ok(unsafe { PyObj::from_owned(small).unwrap_unchecked() });
+        }
         // SAFETY: plain constructor; NULL only with an exception set.
         let ptr = unsafe { ffi::PyLong_FromLongLong(v) };
         self.own(ptr)
