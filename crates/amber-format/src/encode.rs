@@ -659,8 +659,8 @@ impl RefTracker {
     }
 
     /// Whether this pass has recorded few objects so far (at most 64), which the memo
-    /// keeps in a small array rather than its table. A lookup costs so little then that a
-    /// caller's own caches in front of the memo cost more than they save.
+    /// keeps in a small array rather than its table: a caller may then look up through
+    /// [`RefTracker::seen_or_record_in_first_tier`], which leaves the table's code out.
     #[inline(always)]
     pub fn in_first_tier(&self) -> bool {
         self.memo.in_first_tier()

@@ -5,7 +5,7 @@
 //! literal strs are held elsewhere too, so each is looked up once and never found: a
 //! message of 25 such objects spent a fifth of its encode in the table (a call, a room
 //! check, a generation stamp per slot). Here a first meeting costs a hash, a byte load and
-//! three stores, and emptying costs zeroing the index. An encode that meets more objects
+//! four stores, and emptying costs zeroing the index. An encode that meets more objects
 //! moves them to the table once ([`super::IdentityMap`]), which costs what recording them
 //! there would have.
 

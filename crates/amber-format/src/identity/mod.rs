@@ -65,7 +65,7 @@ pub(crate) struct IdentityMap {
 
 impl IdentityMap {
     /// Slots the table has allocated (what keeping the map between jobs costs in memory,
-    /// besides the first tier's fixed 1.2 KiB).
+    /// besides the first tier's fixed 1.1 KiB).
     pub(crate) fn capacity(&self) -> usize {
         self.table.capacity()
     }

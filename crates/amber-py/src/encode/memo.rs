@@ -364,7 +364,8 @@ impl Memo {
         }
     }
 
-    /// [`Memo::lookup`] when the table or the list of recorded objects is full.
+    /// [`Memo::lookup`] or [`Memo::lookup_first_tier`] when the tier in use or the list of
+    /// recorded objects is full.
     #[cold]
     #[inline(never)]
     fn lookup_growing(&mut self, obj: *mut ffi::PyObject, writer: &mut Writer<BytesSink>) -> bool {
