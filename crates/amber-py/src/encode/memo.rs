@@ -83,6 +83,24 @@ struct Tables {
 }
 
 impl Tables {
+    /// Appends `obj` to `recorded` without the growth check of `push`, which the lookups
+    /// keep off their common path (they check for room first).
+    ///
+    /// # Safety
+    /// `len` must be `recorded`'s length, and below its capacity. (Passed in: the caller
+    /// read it for its room check, and a second read after the memo's stores is a load the
+    /// compiler cannot drop.)
+    #[inline(always)]
+    unsafe fn record_in_room(&mut self, len: usize, obj: *mut ffi::PyObject) {
+        debug_assert!(len == self.recorded.len() && len < self.recorded.capacity());
+        // SAFETY: len < capacity (the caller's promise), so slot `len` is allocated; it is
+        // written before the length covers it.
+        unsafe {
+            self.recorded.as_mut_ptr().add(len).write(obj);
+            self.recorded.set_len(len + 1);
+        }
+    }
+
     /// Tables for a thread's first encode, or for a nested one.
     #[cold]
     #[inline(never)]
@@ -318,12 +336,10 @@ impl Memo {
             Some(offset) => self.found(obj, offset, writer),
             None => {
                 let len = tables.recorded.len();
-                // SAFETY: len < capacity (checked above), so slot `len` is allocated; it is
-                // written before the length covers it.
-                unsafe {
-                    tables.recorded.as_mut_ptr().add(len).write(obj);
-                    tables.recorded.set_len(len + 1);
-                }
+                // SAFETY: `len` is `recorded`'s length, checked at the top to be below its
+                // capacity (the memo's stores do not change it). Read here, not kept from the
+                // check: held across the probe loop, it cost keywords 2.6% more instructions.
+                unsafe { tables.record_in_room(len, obj) };
                 self.last_offset = pos;
                 false
             }
@@ -351,12 +367,8 @@ impl Memo {
         {
             Recorded::Before(offset) => self.found(obj, offset, writer),
             Recorded::Now => {
-                // SAFETY: len < capacity (checked above), so slot `len` is allocated; it is
-                // written before the length covers it.
-                unsafe {
-                    tables.recorded.as_mut_ptr().add(len).write(obj);
-                    tables.recorded.set_len(len + 1);
-                }
+                // SAFETY: `len` is `recorded`'s length, checked at the top to be below its capacity.
+                unsafe { tables.record_in_room(len, obj) };
                 self.last_offset = pos;
                 false
             }

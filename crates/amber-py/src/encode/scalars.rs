@@ -123,23 +123,11 @@ impl PyEncoder<'_> {
         #[cfg(amber_known_layouts)]
         // SAFETY: obj is an exact str, whose state bits say how its text is stored.
         if unsafe { ffi::PyUnicode_IS_COMPACT(obj) } != 0 {
-            // A str whose UTF-8 something already made (`PyUnicode_AsUTF8`, which orjson and
-            // many C extensions call, keeps it in the str) is copied here, in line: through
-            // `compact_wide_str`, whose transcoding needs many registers, each such str paid
-            // about 20 instructions of call, saves and restores (of 96 in all, on a list of
-            // 100,000 short non-ASCII strs).
-            // SAFETY: obj is a compact str that is not ASCII (checked above), so it is laid out
-            // as a PyCompactUnicodeObject: its utf8 field is NULL or points to utf8_length
-            // bytes it owns for as long as it lives, and its container holds it meanwhile.
-            unsafe {
-                let compact = obj.cast::<ffi::PyCompactUnicodeObject>();
-                if !(*compact).utf8.is_null() {
-                    self.writer.str(std::slice::from_raw_parts(
-                        (*compact).utf8.cast::<u8>(),
-                        (*compact).utf8_length as usize,
-                    ));
-                    return Ok(());
-                }
+            // SAFETY: obj is a compact exact str, not ASCII (checked above), held by its
+            // container for the whole encode.
+            if let Some(utf8) = unsafe { super::wide_str::cached_utf8(obj) } {
+                self.writer.str(utf8);
+                return Ok(());
             }
             // SAFETY: obj is a compact exact str, not ASCII (checked above), held by its
             // container for the whole encode.

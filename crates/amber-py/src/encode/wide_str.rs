@@ -163,8 +163,28 @@ impl Units for u32 {
     }
 }
 
+/// The UTF-8 copy a compact str that is not ASCII keeps once something made one
+/// (`PyUnicode_AsUTF8`, which orjson and many C extensions call), if it has one. Read in line
+/// by the str encoder: through [`PyEncoder::compact_wide_str`], whose transcoding needs many
+/// registers, each such str paid about 20 instructions of call, saves and restores.
+///
+/// # Safety
+/// `obj` must be a live, compact, exact str that is not ASCII, held for as long as the slice
+/// is used.
+#[inline(always)]
+pub(super) unsafe fn cached_utf8<'a>(obj: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    // SAFETY: such a str (per the contract) is laid out as a PyCompactUnicodeObject: its utf8
+    // field is NULL or points to utf8_length bytes it owns for as long as it lives.
+    unsafe {
+        let compact = obj.cast::<ffi::PyCompactUnicodeObject>();
+        let utf8 = (*compact).utf8;
+        (!utf8.is_null())
+            .then(|| std::slice::from_raw_parts(utf8.cast::<u8>(), (*compact).utf8_length as usize))
+    }
+}
+
 impl PyEncoder<'_> {
-    /// A compact str that is not ASCII.
+    /// A compact str that is not ASCII and has no UTF-8 copy ([`cached_utf8`] is `None`).
     ///
     /// # Safety
     /// `obj` must be a live, compact, exact str that is not ASCII, held for the whole encode.
@@ -173,21 +193,10 @@ impl PyEncoder<'_> {
         &mut self,
         obj: *mut ffi::PyObject,
     ) -> Result<(), EncodeFail> {
-        // SAFETY: a compact str that is not ASCII (per the contract) is laid out as a
-        // PyCompactUnicodeObject: its utf8 field is NULL or points to utf8_length bytes it
-        // owns, and its length-many units of its kind's width follow the header, aligned for
-        // that width, for as long as it lives.
+        // SAFETY: a compact str that is not ASCII (per the contract) has its length-many units
+        // of its kind's width after the header, aligned for that width, for as long as it
+        // lives.
         unsafe {
-            let compact = obj.cast::<ffi::PyCompactUnicodeObject>();
-            if !(*compact).utf8.is_null() {
-                // Something made the UTF-8 copy already: it costs nothing more to read.
-                let utf8 = std::slice::from_raw_parts(
-                    (*compact).utf8.cast::<u8>(),
-                    (*compact).utf8_length as usize,
-                );
-                self.writer.str(utf8);
-                return Ok(());
-            }
             let n = ffi::PyUnicode_GET_LENGTH(obj) as usize;
             let data = ffi::PyUnicode_DATA(obj);
             match ffi::PyUnicode_KIND(obj) {
