@@ -259,6 +259,79 @@ def test_depth_10000_decodes_and_encodes_without_exhausting_the_stack():
     }
 
 
+_DEPTH_IN_SMALL_STACKS = r"""
+import json, threading
+import amber
+
+def nested(depth):
+    x = None
+    for _ in range(depth):
+        x = [x]
+    return x
+
+def depth_of(x):
+    n = 0
+    while isinstance(x, list):
+        x, n = x[0], n + 1
+    return n
+
+class Inner:
+    # Encoded and decoded by calls of amber made while the outer call is nested 5000 deep,
+    # which on a small stack runs on a segment of its own.
+    def __init__(self, depth):
+        self.depth = depth
+
+INNER = amber.CustomType(
+    Inner,
+    lambda obj: {"deep": amber.dumps(nested(obj.depth), max_depth=10000)},
+    lambda state: Inner(depth_of(amber.loads(state["deep"], max_depth=10000))),
+)
+
+def rounds(label, out):
+    try:
+        for i in range(3):
+            deep = nested(10000)
+            data = amber.dumps(deep, max_depth=10000)
+            back = amber.loads(data, max_depth=10000)
+            holder = nested(5000)
+            x = holder
+            for _ in range(4999):
+                x = x[0]
+            x[0] = Inner(3000)
+            data2 = amber.dumps(holder, max_depth=10000, custom=[INNER])
+            back2 = amber.loads(data2, max_depth=10000, custom=[INNER])
+            y = back2
+            for _ in range(4999):
+                y = y[0]
+            out[f"{label}/{i}"] = [depth_of(back), type(y[0]).__name__, y[0].depth]
+    except BaseException as e:
+        out[label] = ["error", type(e).__name__, str(e)[:200]]
+
+out = {}
+threading.stack_size(256 * 1024)
+for n in range(2):
+    t = threading.Thread(target=rounds, args=(f"thread{n}", out))
+    t.start()
+    t.join()
+rounds("main", out)
+print(json.dumps(out))
+"""
+
+
+def test_depth_10000_in_small_stacks_again_and_again_and_from_inside_a_nested_call():
+    """A thread of 256 KiB holds a nesting of 10,000 only on new stack segments
+    (`amber_format::stack`): calls after the first on the same thread, on new threads, and
+    calls of amber made from class code while the outer call runs on a segment must each
+    find the room they need. (A stack limit kept from one call for the next crashes here if it
+    is a segment's, kept after the segment is freed.)"""
+    out = run_python_json(_DEPTH_IN_SMALL_STACKS, timeout=300)
+    assert out == {
+        f"{label}/{i}": [10000, "Inner", 3000]
+        for label in ("thread0", "thread1", "main")
+        for i in range(3)
+    }
+
+
 def test_encode_depth_error_is_not_recursion_error_in_process():
     deep = nested_list(20_000)
     with pytest.raises(amber.EncodeError) as info:
