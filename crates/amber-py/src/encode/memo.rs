@@ -65,7 +65,8 @@ const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
 
 /// What one encode leaves for the next on the same thread: the identity table and the list
 /// of recorded objects (reusing them takes the allocator off the path of small payloads), and
-/// the fixed tables of the shortcuts, emptied by [`Memo::new`] and [`Memo::restart`].
+/// the fixed tables of the shortcuts, which the encode that wrote them leaves empty
+/// ([`Memo::empty_caches`]).
 struct Tables {
     /// The identity table (used only with `refs=True`).
     tracker: RefTracker,
@@ -167,9 +168,8 @@ impl Memo {
     /// The memo of a new encode, reusing this thread's scratch allocations. A nested encode
     /// (a custom encoder calling `dumps`) finds the slot empty and allocates.
     pub(super) fn new(refs: bool, canonical: bool) -> Memo {
-        let mut tables = SCRATCH.with(Cell::take).unwrap_or_else(Tables::boxed);
-        tables.key_refs = [(0, 0); KEY_REFS];
-        tables.recent = [(0, 0); RECENT_REFS];
+        // Left empty by the encode that filled them (see `Memo::empty_caches`).
+        let tables = SCRATCH.with(Cell::take).unwrap_or_else(Tables::boxed);
         Memo {
             tables,
             on: refs,
@@ -211,15 +211,25 @@ impl Memo {
             tracker.reset(true);
         }
         self.unpin();
-        self.tables.key_refs = [(0, 0); KEY_REFS];
+        self.empty_caches();
+    }
+
+    /// Empties `key_refs` and `recent`, if this pass wrote them: only a pass that found an
+    /// object again does (`found_any`), so tables left by one that did not are empty
+    /// already. Zeroing both on every encode cost a small message about 25 stores.
+    fn empty_caches(&mut self) {
+        if self.found_any {
+            self.tables.key_refs = [(0, 0); KEY_REFS];
+            self.tables.recent = [(0, 0); RECENT_REFS];
+        }
         self.key_slots_used = 0;
         self.found_any = false;
-        self.tables.recent = [(0, 0); RECENT_REFS];
     }
 
     /// Releases the pinned references and hands the allocations to the next encode.
     pub(super) fn recycle(mut self) {
         self.unpin();
+        self.empty_caches();
         let mut tables = self.tables;
         if tables.recorded.capacity() > SCRATCH_MEMO_LIMIT
             || tables.tracker.memo_capacity() > SCRATCH_MEMO_LIMIT
