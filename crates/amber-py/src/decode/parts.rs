@@ -43,31 +43,31 @@ fn value_class(value: &PyObj) -> ValueClass {
     let t = Types::get();
     // SAFETY: value is a live object we hold.
     let ty = unsafe { pyo3_ffi::Py_TYPE(ptr) };
-    if ptr == t.none {
+    if ptr == t.none() {
         ValueClass::None
-    } else if ptr == t.true_ || ptr == t.false_ {
+    } else if ptr == t.true_() || ptr == t.false_() {
         ValueClass::Bool
-    } else if ty == t.int {
+    } else if ty == t.int() {
         ValueClass::Int
-    } else if ty == t.float {
+    } else if ty == t.float() {
         ValueClass::Float
-    } else if ty == t.complex {
+    } else if ty == t.complex() {
         ValueClass::Complex
-    } else if ty == t.str {
+    } else if ty == t.str() {
         ValueClass::Str
-    } else if ty == t.bytes {
+    } else if ty == t.bytes() {
         ValueClass::Bytes
-    } else if ty == t.bytearray {
+    } else if ty == t.bytearray() {
         ValueClass::ByteArray
-    } else if ty == t.list {
+    } else if ty == t.list() {
         ValueClass::List
-    } else if ty == t.tuple {
+    } else if ty == t.tuple() {
         ValueClass::Tuple
-    } else if ty == t.dict {
+    } else if ty == t.dict() {
         ValueClass::Dict
-    } else if ty == t.set {
+    } else if ty == t.set() {
         ValueClass::Set
-    } else if ty == t.frozenset {
+    } else if ty == t.frozenset() {
         ValueClass::FrozenSet
     } else {
         ext_code_of(ptr, ty).map_or(ValueClass::Object, ValueClass::Ext)

@@ -74,13 +74,13 @@ impl PyEncoder<'_> {
     fn sort_key(&mut self, obj: *mut ffi::PyObject) -> Result<Vec<u8>, EncodeFail> {
         // SAFETY: obj is live (held by the caller) and the GIL is held.
         let ty = unsafe { ffi::Py_TYPE(obj) };
-        if ty == self.types.str {
+        if ty == self.types.str() {
             if let Some(utf8) = strict_utf8(obj) {
                 let mut writer = Writer::with_capacity(HEADER_LEN + 10 + utf8.len());
                 writer.str(utf8);
                 return Ok(writer.as_bytes()[HEADER_LEN..].to_vec());
             }
-        } else if ty == self.types.int {
+        } else if ty == self.types.int() {
             // SAFETY: obj is an exact int.
             if let Some(v) = unsafe { crate::pylong::small_value(obj) } {
                 let mut writer = Writer::with_capacity(HEADER_LEN + 10);

@@ -162,8 +162,8 @@ impl PyEncoder<'_> {
             // first, since writing it may run code that drops it.
             // SAFETY: ob_type of a live key.
             let key_type = unsafe { ffi::Py_TYPE(key) };
-            let is_str = key_type == self.types.str;
-            let plain = is_str || key_type == self.types.int;
+            let is_str = key_type == self.types.str();
+            let plain = is_str || key_type == self.types.int();
             let early = (!plain).then(|| hold(key));
             if is_str {
                 self.str_key(key, index)

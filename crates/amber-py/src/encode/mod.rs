@@ -187,24 +187,24 @@ impl PyEncoder<'_> {
         // SAFETY: obj is a live object (see above) and the GIL is held.
         let ty = unsafe { ffi::Py_TYPE(obj) };
         let t = &self.types;
-        if ty == t.str {
+        if ty == t.str() {
             self.str(obj)
-        } else if ty == t.int {
+        } else if ty == t.int() {
             self.int(obj)
-        } else if ty == t.dict {
+        } else if ty == t.dict() {
             self.dict(obj)
-        } else if ty == t.list {
+        } else if ty == t.list() {
             self.list(obj)
-        } else if ty == t.float {
+        } else if ty == t.float() {
             self.float(obj);
             Ok(())
-        } else if ty == t.tuple {
+        } else if ty == t.tuple() {
             self.tuple(obj)
-        } else if obj == t.none {
+        } else if obj == t.none() {
             self.writer.none();
             Ok(())
-        } else if obj == t.true_ || obj == t.false_ {
-            self.writer.bool(obj == t.true_);
+        } else if obj == t.true_() || obj == t.false_() {
+            self.writer.bool(obj == t.true_());
             Ok(())
         } else {
             self.cold_value(obj, ty)
@@ -218,11 +218,11 @@ impl PyEncoder<'_> {
         ty: *mut ffi::PyTypeObject,
     ) -> Result<(), EncodeFail> {
         let t = &self.types;
-        if ty == t.bytes {
+        if ty == t.bytes() {
             return self.bytes(obj);
-        } else if ty == t.bytearray {
+        } else if ty == t.bytearray() {
             return self.bytearray(obj);
-        } else if ty == t.complex {
+        } else if ty == t.complex() {
             self.complex(obj);
             return Ok(());
         }
@@ -232,9 +232,9 @@ impl PyEncoder<'_> {
         // Everything below may allocate tracked objects or run class code.
         self.pin_memo();
         let t = &self.types;
-        if ty == t.set {
+        if ty == t.set() {
             self.set(obj, false)
-        } else if ty == t.frozenset {
+        } else if ty == t.frozenset() {
             self.set(obj, true)
         } else if let Some(done) = self.known_value(obj, ty) {
             done
@@ -294,13 +294,13 @@ impl PyEncoder<'_> {
     fn nested_value(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is a live object (held by its container) and the GIL is held.
         let ty = unsafe { ffi::Py_TYPE(obj) };
-        if ty == self.types.int {
+        if ty == self.types.int() {
             return self.int(obj);
         }
-        if ty == self.types.str {
+        if ty == self.types.str() {
             return self.str(obj);
         }
-        if ty == self.types.float {
+        if ty == self.types.float() {
             self.float(obj);
             return Ok(());
         }

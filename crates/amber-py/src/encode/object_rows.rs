@@ -290,7 +290,7 @@ impl PyEncoder<'_> {
         // SAFETY: value is a live object held on the attribute stack; an exact float's value
         // is read without any call.
         unsafe {
-            (ffi::Py_TYPE(value) == self.types.float
+            (ffi::Py_TYPE(value) == self.types.float()
                 && (!self.memo.is_on() || ffi::Py_REFCNT(value) <= 2))
                 .then(|| ffi::PyFloat_AS_DOUBLE(value))
         }

@@ -66,7 +66,7 @@ impl PyEncoder<'_> {
         let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
         // SAFETY: as above; the first item is live.
         let ty = unsafe { ffi::Py_TYPE(*items) };
-        if ty == self.types.dict {
+        if ty == self.types.dict() {
             return Compact::Records(n);
         }
         // SAFETY: reading the flags of a live type.
@@ -76,11 +76,11 @@ impl PyEncoder<'_> {
         if n < PACKED_MIN {
             return Compact::Plain;
         }
-        if ty == self.types.int || ty == self.types.float {
+        if ty == self.types.int() || ty == self.types.float() {
             if self.packed_numbers(items, n, holds) {
                 return Compact::Written;
             }
-        } else if ty == self.types.tuple {
+        } else if ty == self.types.tuple() {
             return Compact::Rows(n);
         }
         Compact::Plain
@@ -113,7 +113,7 @@ impl PyEncoder<'_> {
     ) -> bool {
         let limit = self.unshared_limit(holds);
         // SAFETY: items holds n >= PACKED_MIN live objects.
-        if unsafe { ffi::Py_TYPE(*items) } == self.types.int {
+        if unsafe { ffi::Py_TYPE(*items) } == self.types.int() {
             self.packed_ints(items, n, limit)
         } else {
             self.packed_floats(items, n, limit)
@@ -145,7 +145,7 @@ impl PyEncoder<'_> {
         n: usize,
         limit: ffi::Py_ssize_t,
     ) -> bool {
-        let int_type = self.types.int;
+        let int_type = self.types.int();
         // Room for one byte an item, the least they take: a room of 10 bytes an item, their
         // most, would often move the output to a larger block, only to shrink it at the end.
         let Some(mut run) = self.packed_run(Tag::PackedIntList, n, 1) else {
@@ -186,7 +186,7 @@ impl PyEncoder<'_> {
         n: usize,
         limit: ffi::Py_ssize_t,
     ) -> bool {
-        let float_type = self.types.float;
+        let float_type = self.types.float();
         // Room for all the floats is reserved at once, 8 bytes each: a list of one shared
         // float (`[x] * n`) is turned away first, since its REFs take far less.
         // SAFETY: items holds n >= PACKED_MIN live objects.

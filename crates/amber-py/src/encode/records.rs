@@ -78,7 +78,7 @@ impl PyEncoder<'_> {
             // again, and held while its values are written.
             let row = list_item_now(list, i)?;
             // SAFETY: reading the type of a live object.
-            if unsafe { ffi::Py_TYPE(row) } != self.types.dict {
+            if unsafe { ffi::Py_TYPE(row) } != self.types.dict() {
                 return Err(self.not_records(owner));
             }
             let row = hold(row);
@@ -179,7 +179,7 @@ impl PyEncoder<'_> {
         holds: ffi::Py_ssize_t,
         keys: &mut Vec<PyObj>,
     ) -> bool {
-        let dict_type = self.types.dict;
+        let dict_type = self.types.dict();
         // Dicts keep their identity in every mode but canonical, which the caller excludes:
         // only refs=False lets a dict held twice be written twice.
         let limit = if self.memo.is_on() {
@@ -194,7 +194,7 @@ impl PyEncoder<'_> {
         // SAFETY: first is a live exact dict; no Python code runs while it is read.
         for (key, _) in unsafe { Items::new(first) } {
             // SAFETY: reading the type of a live key.
-            if unsafe { ffi::Py_TYPE(key) } != self.types.str {
+            if unsafe { ffi::Py_TYPE(key) } != self.types.str() {
                 return false;
             }
             keys.push(hold(key));

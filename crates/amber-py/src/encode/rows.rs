@@ -33,7 +33,7 @@ impl PyEncoder<'_> {
         owner: *mut ffi::PyObject,
     ) -> Result<bool, EncodeFail> {
         debug_assert!(n >= TUPLE_LIST_MIN);
-        let tuple_type = self.types.tuple;
+        let tuple_type = self.types.tuple();
         let limit = self.unshared_limit(holds);
         // SAFETY: list is a live exact list of n items.
         let items = unsafe { (*list.cast::<ffi::PyListObject>()).ob_item };
