@@ -8,6 +8,7 @@
 //! - tuples and big ints re-hash their contents every time (no cache), so the total hashing
 //!   work is charged against a budget linear in the input size.
 
+use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
 
 use amber_format::BuildError;
@@ -31,6 +32,33 @@ const SELF_HASHING_INT: i64 = 1 << 60;
 pub struct HashGuard {
     work: u64,
     budget: u64,
+    /// Made by the first key the guard does not exempt. Most payloads have none, and the
+    /// two maps in line cost every `loads` their making and an out-of-line drop. Dropped
+    /// by hand (see the `Drop` impl).
+    counts: ManuallyDrop<Option<Box<Counts>>>,
+}
+
+impl Drop for HashGuard {
+    /// The test for counts is made in line: the compiler's own drop of the field was a
+    /// call that saved six registers before finding nothing to drop.
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.counts.is_some() {
+            // SAFETY: the field is taken once, here, and never read again.
+            drop_counts(unsafe { ManuallyDrop::take(&mut self.counts) });
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_counts(counts: Option<Box<Counts>>) {
+    drop(counts);
+}
+
+/// What the guard counts, once some key needs counting.
+#[derive(Default)]
+struct Counts {
     /// (container address, hash) -> keys seen with that hash.
     equal_hashes: FxHashMap<(usize, ffi::Py_hash_t), u32>,
     /// Hashing cost of tuples already measured; the reference keeps the address from being
@@ -45,9 +73,12 @@ impl HashGuard {
             budget: (input_len as u64)
                 .saturating_mul(WORK_PER_INPUT_BYTE)
                 .saturating_add(WORK_BASE),
-            equal_hashes: FxHashMap::default(),
-            tuple_weights: FxHashMap::default(),
+            counts: ManuallyDrop::new(None),
         }
+    }
+
+    fn counts(&mut self) -> &mut Counts {
+        self.counts.get_or_insert_with(Box::default)
     }
 }
 
@@ -96,14 +127,17 @@ impl PyBuilder<'_, '_> {
             }
             return Err(self.host_failure());
         }
-        let before = match self.guard.equal_hashes.get(&(container, hash)) {
+        let before = match self.guard.counts().equal_hashes.get(&(container, hash)) {
             Some(&n) => n,
             // The exempt keys (ints below 2^60 hash to themselves) were not counted: the
             // first counted key with this hash also counts those already present.
             None => self.exempt_ints_with_hash(container, hash)?,
         };
         let count = before + 1;
-        self.guard.equal_hashes.insert((container, hash), count);
+        self.guard
+            .counts()
+            .equal_hashes
+            .insert((container, hash), count);
         if count > MAX_EQUAL_HASHES {
             return Err(BuildError::HashLimit);
         }
@@ -160,7 +194,7 @@ impl PyBuilder<'_, '_> {
             )
         };
         if is_tuple {
-            if let Some((weight, _)) = self.guard.tuple_weights.get(&(ptr as usize)) {
+            if let Some((weight, _)) = self.guard.counts().tuple_weights.get(&(ptr as usize)) {
                 return Ok(*weight);
             }
             // SAFETY: ptr is an exact tuple.
@@ -178,6 +212,7 @@ impl PyBuilder<'_, '_> {
                 weight = weight.saturating_add(self.hash_weight(&item)?);
             }
             self.guard
+                .counts()
                 .tuple_weights
                 .insert(ptr as usize, (weight, obj.clone()));
             return Ok(weight);
