@@ -63,6 +63,24 @@ pub(crate) unsafe fn copy_detached(py: Python<'_>, src: &[u8], dst: *mut u8, fro
     }
 }
 
+/// The contents of `data` if it is a `bytes` object (of any subclass): memory that never
+/// changes, which `data` keeps alive as long as it lives.
+#[inline(always)]
+pub(crate) fn bytes_of<'a>(data: &'a Bound<'_, PyAny>) -> Option<&'a [u8]> {
+    let ptr = data.as_ptr();
+    // SAFETY: type check on a live object.
+    if unsafe { ffi::PyBytes_Check(ptr) } == 0 {
+        return None;
+    }
+    // SAFETY: ptr is a bytes object that `data` holds for 'a, and bytes are immutable.
+    Some(unsafe {
+        std::slice::from_raw_parts(
+            ffi::PyBytes_AS_STRING(ptr).cast::<u8>(),
+            ffi::Py_SIZE(ptr) as usize,
+        )
+    })
+}
+
 /// Runs `f` on the bytes of `data` (bytes, or any C-contiguous buffer), which `what` names in
 /// the TypeError for anything else.
 pub(crate) fn with_input<T>(
@@ -71,19 +89,10 @@ pub(crate) fn with_input<T>(
     what: &str,
     f: impl FnOnce(&[u8]) -> PyResult<T>,
 ) -> PyResult<T> {
-    let ptr = data.as_ptr();
-    // SAFETY: type check on a live object.
-    if unsafe { ffi::PyBytes_Check(ptr) } != 0 {
-        // SAFETY: ptr is a bytes object kept alive by `data` for the whole call, and bytes
-        // are immutable.
-        let slice = unsafe {
-            std::slice::from_raw_parts(
-                ffi::PyBytes_AS_STRING(ptr).cast::<u8>(),
-                ffi::Py_SIZE(ptr) as usize,
-            )
-        };
+    if let Some(slice) = bytes_of(data) {
         return f(slice);
     }
+    let ptr = data.as_ptr();
     // SAFETY: a zeroed Py_buffer is the documented initial state for GetBuffer.
     let mut view = BufferView(unsafe { std::mem::zeroed() });
     // SAFETY: asks for a C-contiguous read-only view; the exporter refuses otherwise.

@@ -5,7 +5,7 @@ use amber_format::Limits;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::buffer::{frozen_input, with_input};
+use crate::buffer::{bytes_of, frozen_input, with_input};
 use crate::envelope::{OpenConfig, SealConfig};
 use crate::errors::{decode_error, encode_error, EncodeError};
 use crate::options::{check_buffers, DecodeConfig, EncodeConfig};
@@ -88,17 +88,45 @@ pub(crate) fn dumps_with(
     seal: &SealConfig,
 ) -> PyResult<Py<PyBytes>> {
     let classes = encode::ClassTables { custom, allowed };
-    let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());
-    // Kept for a second walk should the callback fail (see `buffer_callback_error`).
-    let retry_classes = buffer_callback.map(|_| classes);
-    let bytes = encode::encode(py, obj.as_ptr(), options, classes, oob.as_mut())
+    if buffer_callback.is_none() && !seal.active() {
+        return encode_bytes(py, obj, options, classes, None);
+    }
+    dumps_sealed_or_out_of_band(py, obj, options, classes, buffer_callback, seal)
+}
+
+/// The encode of `dumps`: its payload as `bytes`, its out-of-band buffers in `oob`.
+#[inline(always)]
+fn encode_bytes(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    options: encode::Options,
+    classes: encode::ClassTables<'_>,
+    oob: Option<&mut encode::OutOfBand>,
+) -> PyResult<Py<PyBytes>> {
+    let bytes = encode::encode(py, obj.as_ptr(), options, classes, oob)
         .map_err(|fail| encode_error(py, fail))?;
     // SAFETY: encode returns a bytes object.
-    let mut bytes = unsafe {
+    Ok(unsafe {
         Bound::from_owned_ptr(py, bytes.into_ptr())
             .cast_into_unchecked::<PyBytes>()
             .unbind()
-    };
+    })
+}
+
+/// [`dumps_with`] when the payload is sealed or its buffers go to a callback.
+#[inline(never)]
+fn dumps_sealed_or_out_of_band(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    options: encode::Options,
+    classes: encode::ClassTables<'_>,
+    buffer_callback: Option<&Py<PyAny>>,
+    seal: &SealConfig,
+) -> PyResult<Py<PyBytes>> {
+    let mut oob = buffer_callback.map(|_| encode::OutOfBand::collect());
+    // Kept for a second walk should the callback fail (see `buffer_callback_error`).
+    let retry_classes = buffer_callback.map(|_| classes);
+    let mut bytes = encode_bytes(py, obj, options, classes, oob.as_mut())?;
     if seal.active() {
         // Before the buffers go out: a payload that cannot be sealed hands none over.
         let sealed = seal.seal(py, bytes.as_bytes(py))?.unbind();
@@ -175,9 +203,71 @@ fn buffer_callback_error(
     error
 }
 
+/// `dumps(obj)` with the default options but `max_depth`: [`dumps_with`] without the
+/// envelope and the out-of-band buffers, whose options it would test and drop on every call.
+pub(crate) fn dumps_plain(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    max_depth: u32,
+) -> PyResult<Py<PyBytes>> {
+    let options = encode::Options {
+        refs: true,
+        max_depth,
+        canonical: false,
+        sort_keys: false,
+    };
+    encode_bytes(py, obj, options, encode::ClassTables::default(), None)
+}
+
+/// `loads(data)` with the default options but `max_depth`: plain payloads only, no classes,
+/// no buffers.
+pub(crate) fn loads_plain(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    max_depth: u32,
+) -> PyResult<Py<PyAny>> {
+    static PLAIN_ONLY: OpenConfig = OpenConfig::PLAIN;
+    let limits = Limits {
+        max_depth,
+        max_alloc: None,
+    };
+    loads_with(
+        py,
+        data,
+        &limits,
+        &PLAIN_ONLY,
+        crate::options::no_classes(py),
+        None,
+    )
+}
+
 /// A decode with these options, for [`DecodeConfig::loads`] and for `loads(data)`, which
 /// needs no `DecodeConfig` (see `fastcall`).
+///
+/// The common call, a `bytes` object with no buffers and no clock to read, goes straight to
+/// the decoder from the caller's own code: through the general path below, with its tests
+/// and its call of [`with_input`], a small message paid about 80 instructions more.
+#[inline(always)]
 pub(crate) fn loads_with(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
+    limits: &Limits,
+    envelope: &OpenConfig,
+    classes: &decode::ClassOptions,
+    buffers: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    if buffers.is_none() && !envelope.reads_clock() {
+        if let Some(slice) = bytes_of(data) {
+            return decode::decode_bytes(py, slice, true, limits, envelope, 0, classes, None)
+                .map_err(|f| decode_error(py, f));
+        }
+    }
+    loads_any(py, data, limits, envelope, classes, buffers)
+}
+
+/// [`loads_with`] for any input, buffers and clock.
+#[inline(never)]
+fn loads_any(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     limits: &Limits,

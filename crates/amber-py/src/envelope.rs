@@ -294,6 +294,15 @@ pub struct OpenConfig {
 }
 
 impl OpenConfig {
+    /// Plain payloads only: what `loads(data)` without keywords uses, lent rather than made
+    /// and dropped on every call.
+    pub const PLAIN: OpenConfig = OpenConfig {
+        keys: Vec::new(),
+        max_age: None,
+        max_decompressed: None,
+        clock: Clock::Amber,
+    };
+
     /// Checks `key=`, `max_age=`, `max_decompressed=` and `clock=` together.
     #[inline]
     pub fn new(
@@ -341,10 +350,16 @@ impl OpenConfig {
         })
     }
 
+    /// Whether a timestamp will be judged, so that [`OpenConfig::now`] reads the clock.
+    #[inline(always)]
+    pub fn reads_clock(&self) -> bool {
+        self.max_age.is_some()
+    }
+
     /// The clock, read only when a timestamp will be judged (else 0). Read it before
     /// borrowing the input: the clock is Python code.
     pub fn now(&self, py: Python<'_>) -> PyResult<u64> {
-        if self.max_age.is_some() {
+        if self.reads_clock() {
             self.clock.now(py)
         } else {
             Ok(0)

@@ -31,14 +31,13 @@ mod trace;
 mod weak_class;
 
 use amber_format::limits::{DEFAULT_MAX_DEPTH, HARD_MAX_DEPTH};
-use amber_format::Limits;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use buffer::with_input;
 use decode::DecodeFailure;
-use envelope::{OpenConfig, PySigningKey, SealConfig};
+use envelope::{OpenConfig, PySigningKey};
 use errors::{
     decode_error, ClassNotAllowedError, DecodeError, DecodeLimitError, EncodeError, SignatureError,
 };
@@ -116,29 +115,12 @@ fn dumps(
 
 /// `dumps(obj)` with every option at its default (see [`fastcall`]).
 fn dumps_default(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
-    let options = encode::Options {
-        refs: true,
-        max_depth: DEFAULT_MAX_DEPTH,
-        canonical: false,
-        sort_keys: false,
-    };
-    call::dumps_with(py, obj, options, (None, None), None, &SealConfig::default())
+    call::dumps_plain(py, obj, DEFAULT_MAX_DEPTH)
 }
 
 /// `loads(data)` with every option at its default (see [`fastcall`]).
 fn loads_default(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let limits = Limits {
-        max_depth: DEFAULT_MAX_DEPTH,
-        max_alloc: None,
-    };
-    call::loads_with(
-        py,
-        data,
-        &limits,
-        &OpenConfig::default(),
-        options::no_classes(py),
-        None,
-    )
+    call::loads_plain(py, data, DEFAULT_MAX_DEPTH)
 }
 
 /// loads(data, *, max_depth=1000, max_alloc=None, types=None, custom=None,

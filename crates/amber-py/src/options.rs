@@ -125,13 +125,20 @@ fn check_callback(callback: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyA
 }
 
 /// `buffers=`: None, or an iterable of objects with the buffer protocol, taken as a list
-/// (TypeError otherwise).
+/// (TypeError otherwise). The test for none is made in line: every `loads` passes here.
+#[inline(always)]
 pub(crate) fn check_buffers(
     buffers: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<Vec<object::PyObj>>> {
-    let Some(buffers) = buffers.filter(|b| !b.is_none()) else {
-        return Ok(None);
-    };
+    match buffers.filter(|b| !b.is_none()) {
+        None => Ok(None),
+        Some(buffers) => buffer_list(buffers).map(Some),
+    }
+}
+
+/// [`check_buffers`] of an object that is not None.
+#[inline(never)]
+fn buffer_list(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<object::PyObj>> {
     let items = buffers.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
             "buffers must be an iterable of objects with the buffer protocol, not {}",
@@ -157,7 +164,7 @@ pub(crate) fn check_buffers(
             object::PyObj::from_borrowed(std::ptr::NonNull::new_unchecked(item.as_ptr()))
         });
     }
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// The validated options of an encode: what `dumps` takes besides the object, and what an
