@@ -24,9 +24,9 @@
 //!   records have dozens of keys) and those that took another's place in `key_refs` (nested
 //!   dicts of several shapes). The key caches are consulted and filled only once the pass
 //!   has found some object again ([`Memo::key_caches_on`]): a message that repeats nothing
-//!   does not pay for them. All are emptied whenever the memo is; `key_slots` by
-//!   clearing a mask of the slots in use, so that a small payload does not pay for zeroing
-//!   that table.
+//!   does not pay for them. All are emptied whenever the memo is, and only if the pass
+//!   wrote them; `key_slots` by clearing a mask of the slots in use, so that a small payload
+//!   does not pay for zeroing that table.
 //! - **Restart.** A cycle through a tuple found late makes the encode start again with the
 //!   tracker recording everything ([`Memo::restart`]).
 //! - **Reuse.** The identity table, the list of recorded objects and the shortcut caches live
