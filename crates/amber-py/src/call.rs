@@ -203,8 +203,8 @@ fn buffer_callback_error(
     error
 }
 
-/// `dumps(obj)` with the default options but `max_depth`: [`dumps_with`] without the
-/// envelope and the out-of-band buffers, whose options it would test and drop on every call.
+/// `dumps(obj)` with the default options but `max_depth`: no seal, no class tables and no
+/// buffer callback, so none of [`dumps_with`]'s arguments to pass and test.
 pub(crate) fn dumps_plain(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,

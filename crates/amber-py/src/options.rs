@@ -125,7 +125,7 @@ fn check_callback(callback: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyA
 }
 
 /// `buffers=`: None, or an iterable of objects with the buffer protocol, taken as a list
-/// (TypeError otherwise). The test for none is made in line: every `loads` passes here.
+/// (TypeError otherwise). The test for none, the common case, is made in line.
 #[inline(always)]
 pub(crate) fn check_buffers(
     buffers: Option<&Bound<'_, PyAny>>,
