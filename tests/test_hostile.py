@@ -275,35 +275,48 @@ def depth_of(x):
         x, n = x[0], n + 1
     return n
 
+# Every deep list is made and freed on the main thread: freeing one recurses in CPython
+# itself (on 3.13 that overflows a thread of 256 KiB at 10,000 levels), which is not what
+# this test is about.
+KEEP = []
+
 class Inner:
     # Encoded and decoded by calls of amber made while the outer call is nested 5000 deep,
     # which on a small stack runs on a segment of its own.
     def __init__(self, depth):
         self.depth = depth
 
-INNER = amber.CustomType(
-    Inner,
-    lambda obj: {"deep": amber.dumps(nested(obj.depth), max_depth=10000)},
-    lambda state: Inner(depth_of(amber.loads(state["deep"], max_depth=10000))),
-)
+def inner_state(obj):
+    return {"deep": amber.dumps(DEEP_3000, max_depth=10000)}
+
+def inner_from(state):
+    back = amber.loads(state["deep"], max_depth=10000)
+    KEEP.append(back)
+    return Inner(depth_of(back))
+
+INNER = amber.CustomType(Inner, inner_state, inner_from)
+DEEP_3000 = nested(3000)
+DEEP = nested(10000)
+HOLDER = nested(5000)
+x = HOLDER
+for _ in range(4999):
+    x = x[0]
+x[0] = Inner(3000)
 
 def rounds(label, out):
     try:
         for i in range(3):
-            deep = nested(10000)
-            data = amber.dumps(deep, max_depth=10000)
+            data = amber.dumps(DEEP, max_depth=10000)
             back = amber.loads(data, max_depth=10000)
-            holder = nested(5000)
-            x = holder
-            for _ in range(4999):
-                x = x[0]
-            x[0] = Inner(3000)
-            data2 = amber.dumps(holder, max_depth=10000, custom=[INNER])
+            KEEP.append(back)
+            data2 = amber.dumps(HOLDER, max_depth=10000, custom=[INNER])
             back2 = amber.loads(data2, max_depth=10000, custom=[INNER])
+            KEEP.append(back2)
             y = back2
             for _ in range(4999):
                 y = y[0]
             out[f"{label}/{i}"] = [depth_of(back), type(y[0]).__name__, y[0].depth]
+            del back, back2, y
     except BaseException as e:
         out[label] = ["error", type(e).__name__, str(e)[:200]]
 
