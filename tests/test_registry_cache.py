@@ -403,3 +403,55 @@ def test_a_class_released_by_a_decoder_during_a_remembered_decode_is_refused() -
     with pytest.raises(amber.ClassNotAllowedError, match="KwGone is not allowed"):
         amber.loads(data, types=types, custom=custom)
     assert released() is None
+
+
+def test_remembered_calls_match_by_names_from_any_call_site_and_in_any_place() -> None:
+    # A remembered call is found by its call site's own tuple of names, or else name by
+    # name (`**options` makes a new tuple each call). `custom=` is read from the place it
+    # had in the remembered call; a subclass of CustomType is not recorded, so every hit
+    # makes its table from the call's own list, which must be the one found there. A call
+    # is remembered on its second miss in a row, so each form is repeated in a row, and
+    # then all are called again, served from the cache (it holds four calls a function).
+    cls = _dataclass("KwPlaced")
+
+    class Subclassed(amber.CustomType):  # type: ignore[type-arg]
+        pass
+
+    custom = [Subclassed(cls, lambda o: ["sub", o.a], lambda s: ("sub", s[1]))]
+    plain = [amber.CustomType(cls, lambda o: ["plain", o.a], lambda s: ("plain", s[1]))]
+    by_sub = amber.dumps(cls(5), custom=custom)
+    by_plain = amber.dumps(cls(5), custom=plain)
+    assert by_sub != by_plain
+
+    def dumps_sub() -> bytes:
+        return amber.dumps(cls(5), refs=True, custom=custom)
+
+    def dumps_plain() -> bytes:
+        return amber.dumps(cls(5), **{"refs": True, "custom": plain})
+
+    def loads_sub() -> Any:
+        return amber.loads(by_sub, max_depth=50, custom=custom)
+
+    def loads_plain() -> Any:
+        return amber.loads(by_sub, **{"max_depth": 50, "custom": plain})
+
+    calls = [(dumps_sub, by_sub), (dumps_plain, by_plain)]
+    calls += [(loads_sub, ("sub", 5)), (loads_plain, ("plain", 5))]
+    for call, expected in calls + calls[::-1]:
+        for _ in range(_REPEATS):
+            assert call() == expected
+    # The same names from another call site, and in the other order.
+    for _ in range(_REPEATS):
+        assert amber.dumps(cls(5), refs=True, custom=custom) == by_sub
+        assert amber.dumps(cls(5), custom=plain, refs=True) == by_plain
+    deep = amber.dumps([[[[1]]]])
+    for limit in (3, 9, 3):
+        for _ in range(_REPEATS):
+            if limit == 3:
+                with pytest.raises(amber.DecodeLimitError):
+                    amber.loads(deep, max_alloc=10**6, max_depth=limit)
+                with pytest.raises(amber.DecodeLimitError):
+                    amber.loads(deep, **{"max_depth": limit, "max_alloc": 10**6})
+            else:
+                assert amber.loads(deep, max_alloc=10**6, max_depth=limit) == [[[[1]]]]
+                assert amber.loads(deep, **{"max_depth": limit, "max_alloc": 10**6}) == [[[[1]]]]

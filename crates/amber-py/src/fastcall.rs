@@ -62,6 +62,8 @@ struct Remembered<C> {
     config: C,
     /// None without a `custom=` list of `CustomType` objects whose fields are all set.
     custom_fields: Option<Box<[[usize; 3]]>>,
+    /// Where `custom=` is among the call's keywords (the same place in every hit's).
+    custom_at: Option<usize>,
 }
 
 impl<C> Remembered<C> {
@@ -342,8 +344,8 @@ unsafe fn dumps_with_keywords(
     if let Some((keywords, remembered)) = keywords.and_then(|k| Some((k, DUMPS_CACHE.find(py, k)?)))
     {
         // SAFETY: a value of the call, borrowed for the call.
-        let custom = keywords
-            .value_of(custom_name)
+        let custom = (remembered.custom_at)
+            .and_then(|at| keywords.value_at(at))
             .map(|v| unsafe { Borrowed::from_ptr(py, v) })
             .filter(|v| !v.is_none());
         let config = &remembered.config;
@@ -412,6 +414,7 @@ unsafe fn dumps_with_keywords(
     let remembered = Remembered {
         config,
         custom_fields,
+        custom_at: keywords.position(custom_name),
     };
     let dumps = |r: &Remembered<EncodeConfig>| {
         r.config
@@ -446,10 +449,12 @@ unsafe fn loads_with_keywords(
         // The same items as when the options were made (the cache compared them); a
         // `custom=` list's items must still hold the decode functions they held then.
         let unchanged = remembered.custom_fields.is_none()
-            || keywords.value_of(custom_name).is_some_and(|custom| {
-                // SAFETY: a value of the call, borrowed for the call.
-                remembered.custom_unchanged(unsafe { &Borrowed::from_ptr(py, custom) })
-            });
+            || (remembered.custom_at)
+                .and_then(|at| keywords.value_at(at))
+                .is_some_and(|custom| {
+                    // SAFETY: a value of the call, borrowed for the call.
+                    remembered.custom_unchanged(unsafe { &Borrowed::from_ptr(py, custom) })
+                });
         if unchanged {
             return Some(remembered.config.loads(py, data, None));
         }
@@ -516,6 +521,7 @@ unsafe fn loads_with_keywords(
     let remembered = Remembered {
         config,
         custom_fields,
+        custom_at: keywords.position(custom_name),
     };
     let loads = |r: &Remembered<DecodeConfig>| {
         let allowed = r.config.classes.allowed.with(objects);

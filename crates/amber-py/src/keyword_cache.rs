@@ -10,23 +10,24 @@
 //! objects are the same ones call after call.
 //!
 //! What is compared: the keyword names and values, by identity. CPython hands over interned
-//! names (a call site's constant tuple, or a new tuple of the same interned strs for
-//! `**options`), so the names are compared one by one, not the tuple. A value is compared
-//! by identity if it is an object of an immutable exact type (None, bool, int, float, str,
-//! bytes): it cannot change, and the entry holds a reference to it, so no other object takes
-//! its address while the entry stands. The allow-lists (`types`, `custom`, named by the
-//! caller as "listed") are compared item by item when given as an exact list or tuple: a
-//! list literal is a new object on each call, and a module's list may be changed in place
-//! between calls. Their items are held weakly, as the registry's cache holds them, because
-//! classes made at run time must be able to die. Each of those weak references calls back
-//! when its item dies, and the entries that compare that item are forgotten at once
-//! ([`KeywordCache::forget`]): an entry's options may then hold what an item holds (a
-//! `CustomType`'s class and encode function) without keeping it alive longer than the item
-//! itself. Options must not hold a listed item itself, or anything that holds one, which
-//! would keep the item from dying; so `types=` classes are taken from the call's own list on
-//! each hit. Other values (callbacks, clocks) are never remembered, and neither are `key`
-//! (signing keys are not kept beyond the caller's own references) and `buffers` (they
-//! belong to one call).
+//! names, as a call site's constant tuple or, for `**options`, a new tuple of the same
+//! interned strs: an entry keeps the tuple of the call that made it, and a call passing
+//! that very tuple has its names; any other tuple's names are compared one by one. A value
+//! is compared by identity if it is an object of an immutable exact type (None, bool, int,
+//! float, str, bytes): it cannot change, and the entry holds a reference to it, so no other
+//! object takes its address while the entry stands. The allow-lists (`types`, `custom`,
+//! named by the caller as "listed") are compared item by item when given as an exact list
+//! or tuple: a list literal is a new object on each call, and a module's list may be
+//! changed in place between calls. Their items are held weakly, as the registry's cache
+//! holds them, because classes made at run time must be able to die. Each of those weak
+//! references calls back when its item dies, and the entries that compare that item are
+//! forgotten at once ([`KeywordCache::forget`]): an entry's options may then hold what an
+//! item holds (a `CustomType`'s class and encode function) without keeping it alive longer
+//! than the item itself. Options must not hold a listed item itself, or anything that holds
+//! one, which would keep the item from dying; so `types=` classes are taken from the call's
+//! own list on each hit. Other values (callbacks, clocks) are never remembered, and neither
+//! are `key` (signing keys are not kept beyond the caller's own references) and `buffers`
+//! (they belong to one call).
 //!
 //! The callback may run whenever an item is released, so no Python object is released, and
 //! no weak reference made, while the cache's state is borrowed (`with_state`).
@@ -73,8 +74,16 @@ struct State<C> {
 }
 
 struct Entry<C> {
+    /// The tuple of names CPython passed to the call that made the entry. A call site
+    /// passes its own constant tuple every time, so a hit from that site finds its names
+    /// equal by this one address; other calls (`**options` makes a new tuple) compare
+    /// `names`. Held, so that no other tuple takes its address while the entry stands.
+    site: Py<PyAny>,
     names: Box<[Py<PyAny>]>,
     values: Box<[Value]>,
+    /// The values' addresses when every value is [`Value::Same`], compared as one flat
+    /// slice; None when one is a listed option's items.
+    addresses: Option<Box<[usize]>>,
     config: Rc<C>,
 }
 
@@ -89,6 +98,7 @@ enum Value {
 /// The keywords of one call as CPython passed them: names and values, borrowed.
 #[derive(Clone, Copy)]
 pub struct Keywords<'a> {
+    tuple: *mut ffi::PyObject,
     names: &'a [*mut ffi::PyObject],
     values: &'a [*mut ffi::PyObject],
 }
@@ -113,6 +123,7 @@ impl<'a> Keywords<'a> {
             }
             let items = (*kwnames.cast::<ffi::PyTupleObject>()).ob_item.as_ptr();
             Some(Keywords {
+                tuple: kwnames,
                 names: std::slice::from_raw_parts(items, count),
                 values: std::slice::from_raw_parts(values, count),
             })
@@ -131,10 +142,17 @@ impl<'a> Keywords<'a> {
         })
     }
 
-    /// The value given for the keyword `name` (an interned name of the caller's table).
-    pub fn value_of(&self, name: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
-        let at = self.names.iter().position(|&n| n == name)?;
-        Some(self.values[at])
+    /// Where the keyword `name` (an interned name of the caller's table) is among the
+    /// call's keywords. A call that matches a remembered one has its names in the same
+    /// order, so the place found when remembering holds for every hit.
+    pub fn position(&self, name: *mut ffi::PyObject) -> Option<usize> {
+        self.names.iter().position(|&n| n == name)
+    }
+
+    /// The value of the keyword at `at` (from [`position`](Self::position)).
+    #[inline]
+    pub fn value_at(&self, at: usize) -> Option<*mut ffi::PyObject> {
+        self.values.get(at).copied()
     }
 
     fn fingerprint(&self) -> u64 {
@@ -155,26 +173,36 @@ impl<'a> Keywords<'a> {
         h
     }
 
+    #[inline]
     fn matches<C>(&self, entry: &Entry<C>) -> bool {
-        entry.names.len() == self.names.len()
-            && entry
-                .names
-                .iter()
-                .zip(self.names)
-                .all(|(a, &b)| a.as_ptr() == b)
-            && entry
-                .values
-                .iter()
-                .zip(self.values)
-                .all(|(held, &value)| match held {
-                    Value::Same(object) => object.as_ptr() == value,
-                    Value::Items(weak) => Seq::at(value).is_some_and(|items| {
-                        items.len == weak.len()
-                            && (weak.iter().enumerate()).all(|(i, weak)| {
-                                items.get(i).is_some_and(|item| refers_to(weak, item))
-                            })
-                    }),
-                })
+        let same_names = entry.site.as_ptr() == self.tuple
+            || (entry.names.len() == self.names.len()
+                && (entry.names.iter().zip(self.names)).all(|(a, &b)| a.as_ptr() == b));
+        // Equal names, so as many values as the entry has.
+        same_names
+            && match &entry.addresses {
+                Some(addresses) => {
+                    (addresses.iter().zip(self.values)).all(|(&a, &v)| a == v as usize)
+                }
+                None => self.items_match(entry),
+            }
+    }
+
+    /// The values compared one by one, a listed option's item by item.
+    #[inline]
+    fn items_match<C>(&self, entry: &Entry<C>) -> bool {
+        entry
+            .values
+            .iter()
+            .zip(self.values)
+            .all(|(held, &value)| match held {
+                Value::Same(object) => object.as_ptr() == value,
+                Value::Items(weak) => Seq::at(value).is_some_and(|items| {
+                    items.len == weak.len()
+                        && (weak.iter().enumerate())
+                            .all(|(i, weak)| items.get(i).is_some_and(|item| refers_to(weak, item)))
+                }),
+            })
     }
 }
 
@@ -266,7 +294,13 @@ impl<C> KeywordCache<C> {
             return Err(config);
         };
         let config = Rc::new(config);
+        let addresses = (values.iter().zip(keywords.values))
+            .map(|(value, &address)| matches!(value, Value::Same(_)).then_some(address as usize))
+            .collect();
         let entry = Entry {
+            // SAFETY: the live borrowed tuple of the call; the Py takes its own reference.
+            site: unsafe { Bound::from_borrowed_ptr(py, keywords.tuple) }.unbind(),
+            addresses,
             // SAFETY: live borrowed names of the call; each Py takes its own reference.
             names: keywords
                 .names

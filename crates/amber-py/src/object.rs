@@ -165,10 +165,18 @@ impl Cached {
     /// The cached object (borrowed, never NULL), or else the result of `init`: a new
     /// reference, kept from now on, or NULL (nothing is cached and `init` may try again
     /// next time). The GIL must be held.
+    #[inline]
     pub fn get_or_init(&self, init: impl FnOnce() -> *mut ffi::PyObject) -> *mut ffi::PyObject {
         if let Some(&ptr) = self.0.get() {
             return ptr as *mut ffi::PyObject;
         }
+        self.init(init)
+    }
+
+    /// The first [`get_or_init`](Self::get_or_init), kept out of its callers' code.
+    #[cold]
+    #[inline(never)]
+    fn init(&self, init: impl FnOnce() -> *mut ffi::PyObject) -> *mut ffi::PyObject {
         let ptr = init();
         if ptr.is_null() {
             return ptr;
@@ -221,6 +229,7 @@ impl Cached {
 
     /// `module.attr`, importing `module` on first need. Borrowed; NULL with an exception
     /// set if the import or the attribute lookup failed.
+    #[inline]
     pub fn imported_attr(&self, module: &CStr, attr: &CStr) -> *mut ffi::PyObject {
         self.get_or_init(|| {
             // SAFETY: C-API calls with the GIL held on NUL-terminated names; the module

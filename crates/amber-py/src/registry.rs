@@ -388,7 +388,7 @@ pub fn custom_fields(custom: &Bound<'_, PyAny>) -> Option<Box<[[usize; 3]]>> {
 }
 
 /// Whether `custom` holds, item by item, the fields `recorded` ([`custom_fields`]).
-#[inline]
+#[inline(always)]
 pub fn custom_fields_are(custom: &Bound<'_, PyAny>, recorded: &[[usize; 3]]) -> bool {
     let Some((seq, class)) = custom_items(custom) else {
         return false;
