@@ -233,6 +233,25 @@ def test_cached_keys_are_only_equal_strs():
             assert [type(k) for k in back] == [str]
 
 
+def test_cached_keys_differing_in_any_one_byte_stay_apart():
+    # Keys of every length the cache hands out (up to 24 bytes), each differing from another
+    # of its length in one byte, at every place: 2,400 keys in 1,024 slots, so that keys of
+    # one length share slots, and the cached str is compared with all of the new key's bytes.
+    keys = [
+        "".join(letter if at == place else "k" for at in range(length))
+        for length in range(1, 25)
+        for place in range(length)
+        for letter in "abcdefgh"
+    ]
+    keys = list(dict.fromkeys(keys))
+    for _ in range(3):
+        for start in range(0, len(keys), 300):
+            chunk = keys[start : start + 300]
+            back = amber.loads(amber.dumps({k: n for n, k in enumerate(chunk)}))
+            assert list(back) == chunk
+            assert list(back.values()) == list(range(len(chunk)))
+
+
 def test_tracked_and_long_keys_still_decode(graph_diff):
     long_key = "L" * 40  # STR, not SHORT_STR: not cached
     shared = "shared-key"

@@ -44,18 +44,21 @@ impl Builder for PyBuilder<'_, '_> {
     }
     #[inline(always)]
     fn key_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
-        let slot = match key_cache::ascii_slot(utf8) {
-            Some(slot) => slot,
+        let slot = match key_cache::short_key(utf8) {
+            Some(short) => {
+                // SAFETY: the GIL is held for the whole decode.
+                let cached = unsafe { key_cache::lookup(&short) };
+                if !cached.is_null() {
+                    // SAFETY: lookup returned a new reference.
+                    return Ok(unsafe { PyObj::from_owned(cached).unwrap_unchecked() });
+                }
+                short.slot
+            }
             None if !utf8.is_ascii() => return self.make_wide_str(utf8),
-            // ASCII, but longer than the keys the cache is made for.
+            // ASCII, but longer than the keys the table hands out: never found there, but
+            // kept, so that a dict template can tell the key is the table's (`holds`).
             None => key_cache::slot(utf8),
         };
-        // SAFETY: the GIL is held for the whole decode.
-        let cached = unsafe { key_cache::lookup(slot, utf8) };
-        if !cached.is_null() {
-            // SAFETY: lookup returned a new reference.
-            return Ok(unsafe { PyObj::from_owned(cached).unwrap_unchecked() });
-        }
         let key = self.make_str(utf8)?;
         // SAFETY: the GIL is held; key is a new exact str of ASCII characters.
         unsafe { key_cache::remember(slot, key.as_ptr()) };

@@ -35,20 +35,32 @@ pub(super) fn slot(key: &[u8]) -> usize {
     slot_of(key.len(), words(key))
 }
 
-/// [`slot`] for a key of at most 24 bytes that are all ASCII, else `None`. The words hold
+/// A key of at most 24 bytes, all ASCII, as [`lookup`] compares it: its slot, its length and
+/// its [`words`], read once for both.
+pub(super) struct ShortKey {
+    pub(super) slot: usize,
+    len: usize,
+    words: [u64; 3],
+}
+
+/// `key` as a [`ShortKey`] if it is at most 24 bytes, all ASCII, else `None`. The words hold
 /// every byte of such a key, so their union shows any byte with its top bit set: one pass
-/// over the key serves the hash and the ASCII check, which `<[u8]>::is_ascii` made a loop
-/// over the bytes of every key shorter than a word.
+/// over the key serves the hash, the ASCII check and the comparison with the cached str,
+/// which `<[u8]>::is_ascii` made a loop over the bytes of every key shorter than a word.
 #[inline(always)]
-pub(super) fn ascii_slot(key: &[u8]) -> Option<usize> {
+pub(super) fn short_key(key: &[u8]) -> Option<ShortKey> {
     if key.len() > 24 {
         return None;
     }
-    let [a, b, c] = words(key);
+    let words @ [a, b, c] = words(key);
     if (a | b | c) & 0x8080_8080_8080_8080 != 0 {
         return None;
     }
-    Some(slot_of(key.len(), [a, b, c]))
+    Some(ShortKey {
+        slot: slot_of(key.len(), words),
+        len: key.len(),
+        words,
+    })
 }
 
 /// The slot of a text of `n` bytes whose [`words`] are `[a, b, c]`.
@@ -106,14 +118,14 @@ fn short_word(text: &[u8]) -> u64 {
     }
 }
 
-/// A new reference to the cached str in `slot` if its text is `key` (ASCII), else NULL.
+/// A new reference to the cached str in `key`'s slot if its text is `key`'s, else NULL.
 ///
 /// # Safety
 /// The GIL must be held.
 #[inline(always)]
-pub(super) unsafe fn lookup(slot: usize, key: &[u8]) -> *mut ffi::PyObject {
+pub(super) unsafe fn lookup(key: &ShortKey) -> *mut ffi::PyObject {
     // SAFETY: the GIL is held (caller), so nothing else touches the table.
-    let cached = unsafe { (*TABLE.0.get())[slot % SLOTS] };
+    let cached = unsafe { (*TABLE.0.get())[key.slot % SLOTS] };
     if cached.is_null() {
         return cached;
     }
@@ -121,11 +133,12 @@ pub(super) unsafe fn lookup(slot: usize, key: &[u8]) -> *mut ffi::PyObject {
     // bytes, one byte per character.
     unsafe {
         let len = ffi::PyUnicode_GET_LENGTH(cached) as usize;
-        if len != key.len() || len > 24 {
+        if len != key.len {
             return std::ptr::null_mut();
         }
+        // key.len <= 24, so the cached text is one `words` reads whole.
         let text = std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len);
-        if words(text) != words(key) {
+        if words(text) != key.words {
             return std::ptr::null_mut();
         }
         ffi::Py_INCREF(cached);
