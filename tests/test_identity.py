@@ -470,3 +470,46 @@ def test_refs_false_deep_cycle_is_encode_error_not_recursion():
 def test_decoder_accepts_valid_handmade_payloads(body, check):
     u = amber.loads(H + bytes.fromhex(body))
     assert check(u), u
+
+
+class _Dropper:
+    """Encoded by a custom function that drops the last references to an object the memo
+    recorded earlier in the same encode, then makes new lists of the same size."""
+
+    def __init__(self, root: list, box: dict) -> None:
+        self.root = root
+        self.box = box
+
+
+def _drop_and_make(dropper: _Dropper) -> object:
+    dropper.box.clear()
+    dropper.root[dropper.root.index(["victim"])] = None
+    # CPython hands a new list the memory of the list freed last: without a reference of
+    # its own, the memo would take these for the victim and write REFs to it.
+    fresh = [["fresh", n] for n in range(3)]
+    dropper.box["fresh"] = fresh  # held twice, so the memo looks each one up
+    return fresh
+
+
+def _victim_graph(before: int, after: int) -> tuple[list, dict]:
+    # Built here, so that no frame of the test holds the victim: the root list and the box
+    # are its only holders.
+    fillers = [[f"filler-{i}"] for i in range(before + after)]
+    box: dict = {"victim": ["victim"], "fillers": fillers}
+    root: list = [*fillers[:before], box["victim"], *fillers[before:]]
+    root.append(_Dropper(root, box))
+    return root, box
+
+
+@pytest.mark.parametrize(("before", "after"), [(0, 0), (0, 100), (10, 60), (100, 0)])
+def test_an_object_freed_by_code_during_the_encode_is_never_taken_for_a_new_one(before, after):
+    # Objects the memo recorded stay alive until the encode ends, wherever the memo keeps
+    # them: its first tier (before < 64), or its table (before >= 64, or moved there by the
+    # fillers after). A new object at a freed one's address would otherwise be a REF to it.
+    custom = [amber.CustomType(_Dropper, _drop_and_make, lambda state: state)]
+    root, box = _victim_graph(before, after)
+    data = amber.dumps(root, custom=custom)
+    assert root[before] is None and list(box) == ["fresh"]
+    out = amber.loads(data, custom=custom)
+    assert out[before] == ["victim"]
+    assert out[-1] == [["fresh", n] for n in range(3)]

@@ -666,6 +666,15 @@ impl RefTracker {
         self.memo.in_first_tier()
     }
 
+    /// The identities the first tier recorded, in the order they came: all of this pass's
+    /// while [`RefTracker::in_first_tier`], and still its first 64 after the memo moved to
+    /// its table, until [`RefTracker::reset`]. A caller that holds every recorded object
+    /// (so that no other object takes its address) need only list those recorded after.
+    #[inline]
+    pub fn first_tier_ids(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.memo.first_tier_keys()
+    }
+
     /// [`RefTracker::seen_or_record`] while [`RefTracker::in_first_tier`] and the first tier
     /// has room; otherwise [`Recorded::NoRoom`], changing nothing, and the caller calls
     /// `seen_or_record`. Trying this first keeps the table's code off a small message's path.

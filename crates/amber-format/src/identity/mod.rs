@@ -76,6 +76,14 @@ impl IdentityMap {
         !self.in_table
     }
 
+    /// The keys the first tier took, in the order they came: every key of the job while it
+    /// is in the first tier, and its first [`few::FEW`] once they moved to the table (the
+    /// first tier keeps them until [`IdentityMap::clear`]).
+    #[inline]
+    pub(crate) fn first_tier_keys(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.few.entries().iter().map(|&(key, _)| key)
+    }
+
     /// Whether one more key fits without allocating: in the first tier's room, or in the
     /// table's.
     #[inline(always)]
@@ -187,6 +195,22 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_first_tier_lists_its_keys_in_order_until_cleared() {
+        let mut map = IdentityMap::default();
+        let keys: Vec<usize> = (1..=200usize).map(|k| k * 48).collect();
+        for (n, &key) in keys.iter().enumerate() {
+            assert_eq!(map.get_or_insert(key, Entry::Written(n)), None);
+            // A key met again, or updated in place, is not listed twice.
+            map.insert(key, Entry::Written(n));
+            let listed: Vec<usize> = map.first_tier_keys().collect();
+            assert_eq!(listed, keys[..(n + 1).min(few::FEW)], "after key {n}");
+        }
+        assert!(!map.in_first_tier());
+        map.clear();
+        assert_eq!(map.first_tier_keys().len(), 0);
     }
 
     #[test]

@@ -70,8 +70,10 @@ const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
 struct Tables {
     /// The identity table (used only with `refs=True`).
     tracker: RefTracker,
-    /// Objects recorded, in order; the first `Memo::pinned` hold a reference taken by
-    /// [`Memo::pin`].
+    /// Objects recorded in the tracker's table, in order. The tracker lists those its first
+    /// tier recorded (`RefTracker::first_tier_ids`), which come before them: a small
+    /// message's objects are listed once, not twice. Of the two lists one after the other,
+    /// the first `Memo::pinned` hold a reference taken by [`Memo::pin`].
     recorded: Vec<*mut ffi::PyObject>,
     /// By position in a dict, the str key last written there that the memo holds, with its
     /// offset (address 0: none).
@@ -207,10 +209,11 @@ impl Memo {
 
     /// Forgets everything for a new pass that records every object.
     pub(super) fn restart(&mut self) {
+        // Before the reset, which empties the tracker's list of first-tier objects.
+        self.unpin();
         if let Some(tracker) = self.tracker_mut() {
             tracker.reset(true);
         }
-        self.unpin();
         self.empty_caches();
     }
 
@@ -247,21 +250,53 @@ impl Memo {
     /// object, and a new object at its address would then be written as a `REF` to it.
     #[inline]
     pub(super) fn pin(&mut self) {
-        for &obj in &self.tables.recorded[self.pinned..] {
+        let tables = &*self.tables;
+        let first_tier = tables.tracker.first_tier_ids();
+        let listed = first_tier.len();
+        let since = self.pinned;
+        for obj in (first_tier.skip(since).map(|id| id as *mut ffi::PyObject)).chain(
+            tables.recorded[since.saturating_sub(listed)..]
+                .iter()
+                .copied(),
+        ) {
             // SAFETY: every recorded object is live: it is reachable from the root and no
             // code has run since it was recorded (or it was pinned before that code ran).
             unsafe { ffi::Py_INCREF(obj) };
         }
-        self.pinned = self.tables.recorded.len();
+        self.pinned = listed + tables.recorded.len();
     }
 
+    /// Releases what [`Memo::pin`] took, before the tracker is reset (its list of first-tier
+    /// objects is the first part of what was pinned).
     fn unpin(&mut self) {
-        for &obj in &self.tables.recorded[..self.pinned] {
+        let tables = &mut *self.tables;
+        if self.pinned == 0 {
+            // Most encodes run no Python code and pin nothing.
+            tables.recorded.clear();
+            return;
+        }
+        let first_tier = tables.tracker.first_tier_ids();
+        let listed = first_tier.len();
+        let pinned = self.pinned;
+        for obj in (first_tier.take(pinned).map(|id| id as *mut ffi::PyObject)).chain(
+            tables.recorded[..pinned.saturating_sub(listed)]
+                .iter()
+                .copied(),
+        ) {
             // SAFETY: pin took this reference.
             unsafe { ffi::Py_DECREF(obj) };
         }
-        self.tables.recorded.clear();
+        tables.recorded.clear();
         self.pinned = 0;
+    }
+
+    /// Lists `obj`, just recorded by the tracker, if its table holds it; the first tier's
+    /// objects are listed by the tracker itself.
+    #[inline(always)]
+    fn list_recorded(&mut self, obj: *mut ffi::PyObject) {
+        if !self.tables.tracker.in_first_tier() {
+            self.tables.recorded.push(obj);
+        }
     }
 
     /// Sets the object the encoder holds one extra reference to while writing it (one it
@@ -365,20 +400,15 @@ impl Memo {
         obj: *mut ffi::PyObject,
         writer: &mut Writer<BytesSink>,
     ) -> bool {
-        let tables = &mut *self.tables;
-        let len = tables.recorded.len();
-        if len == tables.recorded.capacity() {
-            return self.lookup_growing(obj, writer);
-        }
         let pos = writer.body_pos();
-        match tables
+        match self
+            .tables
             .tracker
             .seen_or_record_in_first_tier(obj as usize, pos)
         {
             Recorded::Before(offset) => self.found(obj, offset, writer),
+            // Listed by the tracker's first tier (see `Tables::recorded`).
             Recorded::Now => {
-                // SAFETY: `len` is `recorded`'s length, checked at the top to be below its capacity.
-                unsafe { tables.record_in_room(len, obj) };
                 self.last_offset = pos;
                 false
             }
@@ -395,7 +425,7 @@ impl Memo {
         match self.tables.tracker.seen_or_record(obj as usize, pos) {
             Some(offset) => self.found(obj, offset, writer),
             None => {
-                self.tables.recorded.push(obj);
+                self.list_recorded(obj);
                 self.last_offset = pos;
                 false
             }
@@ -429,7 +459,7 @@ impl Memo {
     ) -> Option<ImmutableStart> {
         let start = self.tracker_mut()?.begin_immutable(obj as usize, writer);
         if let ImmutableStart::Write(_) = start {
-            self.tables.recorded.push(obj);
+            self.list_recorded(obj);
         }
         Some(start)
     }
