@@ -513,3 +513,52 @@ def test_an_object_freed_by_code_during_the_encode_is_never_taken_for_a_new_one(
     out = amber.loads(data, custom=custom)
     assert out[before] == ["victim"]
     assert out[-1] == [["fresh", n] for n in range(3)]
+
+
+_KEY_HOOK: list = []
+
+
+class _HookedKey:
+    """A dict key whose state runs a hook: with sort_keys, the encoder encodes each key to
+    sort the entries before it writes them, and that runs the hook in mid-encode."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __hash__(self) -> int:
+        return hash(self.n)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _HookedKey) and other.n == self.n
+
+    def __getstate__(self) -> dict:
+        while _KEY_HOOK:
+            _KEY_HOOK.pop()()
+        return {"n": self.n}
+
+
+def _sorted_keys_graph() -> tuple[list, dict]:
+    box: dict = {"victim": ["victim"]}
+    later: list = []
+    root: list = [box["victim"], {_HookedKey(2): "b", _HookedKey(1): "a"}, later]
+
+    def drop_and_make() -> None:
+        box.clear()
+        root[0] = None
+        # The list freed last gives its memory to the next one made (see _drop_and_make).
+        later.append([["fresh", n] for n in range(3)])
+
+    _KEY_HOOK.append(drop_and_make)
+    return root, box
+
+
+def test_an_object_freed_while_keys_are_sorted_is_never_taken_for_a_new_one():
+    # sort_keys encodes every key to order the entries before any is written, and a key's
+    # class code may free an object the memo recorded before the dict.
+    root, box = _sorted_keys_graph()
+    data = amber.dumps(root, sort_keys=True, types=[_HookedKey])
+    assert root[0] is None and not box and not _KEY_HOOK
+    out = amber.loads(data, types=[_HookedKey])
+    assert out[0] == ["victim"]
+    assert [key.n for key in out[1]] == [1, 2]
+    assert out[2] == [[["fresh", n] for n in range(3)]]
