@@ -666,13 +666,20 @@ impl RefTracker {
         self.memo.in_first_tier()
     }
 
-    /// The identities the first tier recorded, in the order they came: all of this pass's
-    /// while [`RefTracker::in_first_tier`], and still its first 64 after the memo moved to
-    /// its table, until [`RefTracker::reset`]. A caller that holds every recorded object
-    /// (so that no other object takes its address) need only list those recorded after.
+    /// How many identities the first tier recorded: all of this pass's while
+    /// [`RefTracker::in_first_tier`], and still its first 64 after the memo moved to its
+    /// table, until [`RefTracker::reset`]. A caller that holds every recorded object (so
+    /// that no other object takes its address) need only list those recorded after.
     #[inline]
-    pub fn first_tier_ids(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        self.memo.first_tier_keys()
+    pub fn first_tier_len(&self) -> usize {
+        self.memo.first_tier_len()
+    }
+
+    /// The identities the first tier recorded, in the order they came, from the `from`th on
+    /// (see [`RefTracker::first_tier_len`]).
+    #[inline]
+    pub fn first_tier_ids(&self, from: usize) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.memo.first_tier_keys(from)
     }
 
     /// [`RefTracker::seen_or_record`] while [`RefTracker::in_first_tier`] and the first tier

@@ -76,12 +76,23 @@ impl IdentityMap {
         !self.in_table
     }
 
-    /// The keys the first tier took, in the order they came: every key of the job while it
-    /// is in the first tier, and its first [`few::FEW`] once they moved to the table (the
-    /// first tier keeps them until [`IdentityMap::clear`]).
+    /// How many keys the first tier took: every key of the job while it is in the first
+    /// tier, and its first [`few::FEW`] once they moved to the table (the first tier keeps
+    /// them until [`IdentityMap::clear`]).
     #[inline]
-    pub(crate) fn first_tier_keys(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        self.few.entries().iter().map(|&(key, _)| key)
+    pub(crate) fn first_tier_len(&self) -> usize {
+        self.few.entries().len()
+    }
+
+    /// The keys the first tier took, in the order they came, from the `from`th on (none
+    /// past [`IdentityMap::first_tier_len`]). Sliced, not skipped: skipping a mapped
+    /// iterator steps through every key it skips.
+    #[inline]
+    pub(crate) fn first_tier_keys(&self, from: usize) -> impl ExactSizeIterator<Item = usize> + '_ {
+        let entries = self.few.entries();
+        entries[from.min(entries.len())..]
+            .iter()
+            .map(|&(key, _)| key)
     }
 
     /// Whether one more key fits without allocating: in the first tier's room, or in the
@@ -205,12 +216,17 @@ mod tests {
             assert_eq!(map.get_or_insert(key, Entry::Written(n)), None);
             // A key met again, or updated in place, is not listed twice.
             map.insert(key, Entry::Written(n));
-            let listed: Vec<usize> = map.first_tier_keys().collect();
-            assert_eq!(listed, keys[..(n + 1).min(few::FEW)], "after key {n}");
+            let listed: Vec<usize> = map.first_tier_keys(0).collect();
+            let held = (n + 1).min(few::FEW);
+            assert_eq!(listed, keys[..held], "after key {n}");
+            assert_eq!(map.first_tier_len(), held);
+            let tail: Vec<usize> = map.first_tier_keys(held / 2).collect();
+            assert_eq!(tail, keys[held / 2..held], "after key {n}");
+            assert_eq!(map.first_tier_keys(held + 5).len(), 0);
         }
         assert!(!map.in_first_tier());
         map.clear();
-        assert_eq!(map.first_tier_keys().len(), 0);
+        assert_eq!(map.first_tier_len(), 0);
     }
 
     #[test]

@@ -251,16 +251,18 @@ impl Memo {
     #[inline]
     pub(super) fn pin(&mut self) {
         let tables = &*self.tables;
-        let first_tier = tables.tracker.first_tier_ids();
-        let listed = first_tier.len();
+        let listed = tables.tracker.first_tier_len();
         let since = self.pinned;
-        for obj in (first_tier.skip(since).map(|id| id as *mut ffi::PyObject)).chain(
-            tables.recorded[since.saturating_sub(listed)..]
-                .iter()
-                .copied(),
-        ) {
-            // SAFETY: every recorded object is live: it is reachable from the root and no
-            // code has run since it was recorded (or it was pinned before that code ran).
+        if since < listed {
+            for id in tables.tracker.first_tier_ids(since) {
+                // SAFETY: every recorded object is live: it is reachable from the root and
+                // no code has run since it was recorded (or it was pinned before that code
+                // ran).
+                unsafe { ffi::Py_INCREF(id as *mut ffi::PyObject) };
+            }
+        }
+        for &obj in &tables.recorded[since.saturating_sub(listed)..] {
+            // SAFETY: as above.
             unsafe { ffi::Py_INCREF(obj) };
         }
         self.pinned = listed + tables.recorded.len();
@@ -275,7 +277,7 @@ impl Memo {
             tables.recorded.clear();
             return;
         }
-        let first_tier = tables.tracker.first_tier_ids();
+        let first_tier = tables.tracker.first_tier_ids(0);
         let listed = first_tier.len();
         let pinned = self.pinned;
         for obj in (first_tier.take(pinned).map(|id| id as *mut ffi::PyObject)).chain(
