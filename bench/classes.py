@@ -42,3 +42,16 @@ class Employee:
 
     def info(self) -> str:
         return f"ID: {self.id}, Name: {self.name}, Age: {self.age}"
+
+
+class Reading:
+    """A sensor reading as a slotted class, the shape of an application's value objects:
+    ``mixed_objects`` puts these in a list next to dicts that hold them, so they are
+    written one by one, not in the rows form a list of one class gets."""
+
+    __slots__ = ("labels", "sensor", "value")
+
+    def __init__(self, sensor: str, value: float, labels: dict[str, str]) -> None:
+        self.sensor = sensor
+        self.value = value
+        self.labels = labels

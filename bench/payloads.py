@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from classes import Employee, Point, QueueJob
+from classes import Employee, Point, QueueJob, Reading
 
 SEED = 2024
 # The seeds' sizes for these two; they do not grow with --scale.
@@ -156,6 +156,27 @@ def dto_1000() -> object:
             )
         )
     return jobs
+
+
+def mixed_objects() -> object:
+    """2,000 events: a slotted instance holding a dict of labels, then a dict holding an
+    instance, in turn. No two neighbours share a class, so no rows form applies and
+    each instance is written on its own, through the memo and its class's shape."""
+    rng = _rng("mixed_objects")
+    sites = ("north", "south", "east", "west")
+    events: list[object] = []
+    for i in range(1000):
+        sensor = f"sensor-{rng.randrange(64)}"
+        labels = {"site": rng.choice(sites), "unit": "C"}
+        events.append(Reading(sensor, round(rng.uniform(-10, 40), 2), labels))
+        events.append(
+            {
+                "seq": i,
+                "kind": "sample",
+                "reading": Reading(sensor, round(rng.uniform(0, 100), 1), {"unit": "%"}),
+            }
+        )
+    return events
 
 
 def employees(count: int) -> Callable[[], object]:
@@ -706,6 +727,13 @@ def all_payloads(scale: float) -> list[Payload]:
             dto_1000,
             types=(QueueJob,),
             schema=list[QueueJob],
+        ),
+        Payload(
+            "mixed_objects",
+            "amber",
+            "2000 events: slotted instances holding dicts, dicts holding instances",
+            mixed_objects,
+            types=(Reading,),
         ),
         Payload("employees", "Sereal", f"{big} 3-key dicts", employees(big)),
         Payload(
