@@ -124,36 +124,8 @@ fn member_offset(class: *mut ffi::PyObject, name: &std::ffi::CStr) -> Option<isi
             ffi::PyErr_Clear();
             return None;
         }
-        let offset = descriptor_offset(class, descr);
+        let offset = crate::slot_offsets::descriptor_offset(class, descr);
         ffi::Py_DECREF(descr);
         offset
-    }
-}
-
-/// The slot offset `descr` records, if it is an object member descriptor of `class` whose
-/// slot lies inside the instance layout.
-///
-/// # Safety
-/// `descr` is a live object and the GIL is held.
-#[cfg(amber_known_layouts)]
-unsafe fn descriptor_offset(class: *mut ffi::PyObject, descr: *mut ffi::PyObject) -> Option<isize> {
-    // SAFETY: the caller's promise; descr is read as a member descriptor only after its exact
-    // type, and the class it belongs to, are checked.
-    unsafe {
-        if ffi::Py_TYPE(descr) != std::ptr::addr_of_mut!(ffi::PyMemberDescr_Type)
-            || (*descr.cast::<ffi::PyDescrObject>()).d_type != class.cast()
-        {
-            return None;
-        }
-        // pyo3 types this field as a getset definition before 3.11; CPython's is a member one.
-        let member = (*descr.cast::<ffi::PyMemberDescrObject>())
-            .d_member
-            .cast::<ffi::PyMemberDef>();
-        let is_object = (*member).type_code == ffi::Py_T_OBJECT_EX;
-        let size = (*class.cast::<ffi::PyTypeObject>()).tp_basicsize;
-        let offset = (*member).offset;
-        let in_layout = offset >= std::mem::size_of::<ffi::PyObject>() as isize
-            && offset + std::mem::size_of::<*mut ffi::PyObject>() as isize <= size;
-        (is_object && in_layout).then_some(offset)
     }
 }

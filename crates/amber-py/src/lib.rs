@@ -25,6 +25,7 @@ mod pylong;
 mod registry;
 mod reusable;
 mod short_bytes;
+mod slot_offsets;
 mod small_ints;
 mod stream;
 mod trace;

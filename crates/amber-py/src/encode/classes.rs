@@ -23,6 +23,7 @@ use rustc_hash::FxHashMap;
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::callbacks::Callback;
 use crate::object::PyObj;
+use crate::slot_offsets::{self, SlotOffsets};
 use crate::weak_class::refers_to;
 
 /// `encode_plan`'s code for `amber.Placeholder`, which is not a payload kind.
@@ -46,6 +47,9 @@ pub(crate) struct ClassPlan {
     has_dict: bool,
     /// ATTRS: slot names; TUPLE_FIELDS: field names.
     names: Vec<Py<PyString>>,
+    /// ATTRS: where the slots of `names` are in an instance, when `getattr` would only read
+    /// them there (see `slot_offsets.rs`).
+    slot_offsets: Option<SlotOffsets>,
 }
 
 /// A cached plan and a weak reference to its class (a `weakref.ref` whose callback removes
@@ -342,7 +346,10 @@ impl PyEncoder<'_> {
                 false => EncodeFail::new(FailKind::Python(e)),
             }
         })?;
-        let plan = parse_plan(py, &answer).map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        let mut plan = parse_plan(py, &answer).map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
+        if plan.kind == ObjectKind::Attrs && !plan.placeholder && !plan.names.is_empty() {
+            plan.slot_offsets = SlotOffsets::resolve(ty, &plan.names);
+        }
         let plan = Arc::new(plan);
         remember_plan(py, &cls, plan.clone());
         Ok(plan)
@@ -559,6 +566,23 @@ impl PyEncoder<'_> {
                 self.attr_names.push(hold(key));
                 self.attr_values.push(hold(value));
             }
+        }
+        // SAFETY: a type read of a live object.
+        let ty = unsafe { ffi::Py_TYPE(obj) };
+        if let Some(offsets) = plan
+            .slot_offsets
+            .as_ref()
+            .and_then(|slots| slots.for_type(ty, &plan.names))
+        {
+            for (slot, &offset) in plan.names.iter().zip(offsets) {
+                // SAFETY: obj is a live instance of the class the offsets hold for.
+                let value = unsafe { slot_offsets::read(obj, offset) };
+                if !value.is_null() {
+                    self.attr_names.push(hold(slot.as_ptr()));
+                    self.attr_values.push(hold(value));
+                }
+            }
+            return Ok(());
         }
         for slot in &plan.names {
             // SAFETY: obj and the slot name are live; GetAttr returns a new reference or NULL.
@@ -872,6 +896,7 @@ fn parse_plan(py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<ClassPlan> 
             qualname: String::new(),
             has_dict: false,
             names: Vec::new(),
+            slot_offsets: None,
         });
     }
     let placeholder = kind_code == PLACEHOLDER;
@@ -906,6 +931,7 @@ fn parse_plan(py: Python<'_>, answer: &Bound<'_, PyAny>) -> PyResult<ClassPlan> 
         qualname,
         has_dict,
         names: names.into_iter().map(Bound::unbind).collect(),
+        slot_offsets: None,
     })
 }
 
@@ -928,5 +954,6 @@ fn custom_plan(py: Python<'_>, cls: &Bound<'_, PyAny>) -> Result<ClassPlan, Enco
         qualname,
         has_dict: false,
         names: Vec::new(),
+        slot_offsets: None,
     })
 }
