@@ -1,8 +1,9 @@
-"""The encoder reads ``__slots__`` fields at their offsets in the instance (``slot_offsets.rs``)
-only while ``getattr`` would read the same: these tests change a class after amber has
-written one of its instances, and check the next encode writes what ``getattr`` gives.
+"""The encoder reads ``__slots__`` fields at their offsets in the instance, and the decoder
+stores them there (``slot_offsets.rs``), only while ``getattr`` and ``object.__setattr__``
+would do the same: these tests change a class after amber has met one of its instances, and
+check the next one goes through what Python would call.
 
-Each decodes with ``placeholders=True``, whose ``state`` is the fields as written.
+The encode tests decode with ``placeholders=True``, whose ``state`` is the fields as written.
 """
 
 from __future__ import annotations
@@ -119,3 +120,65 @@ def test_a_slot_name_pointed_at_another_slot_is_read_from_that_slot():
     Pair.left = Pair.__dict__["right"]  # type: ignore[assignment]
     assert pair.left == "R"
     assert written_state(pair) == {"left": "R", "right": "R"}
+
+
+# The decoder's classes live at module level: loads(types=[...]) finds a class by its module
+# and qualified name.
+SETTER_CALLS: list[object] = []
+
+
+class Gauge:
+    __slots__ = ("level",)
+
+    def __init__(self, level: object) -> None:
+        self.level = level
+
+
+class ReplaceGaugeLevel:
+    """Its state, set while the payload is decoded, swaps ``Gauge.level`` for a property."""
+
+    def __getstate__(self) -> object:
+        return "replace"
+
+    def __setstate__(self, state: object) -> None:
+        slot = Gauge.__dict__["level"]
+
+        def store(gauge: Gauge, value: object) -> None:
+            SETTER_CALLS.append(value)
+            slot.__set__(gauge, value)
+
+        Gauge.level = property(slot.__get__, store)  # type: ignore[assignment]
+
+
+def test_a_slot_replaced_during_a_decode_is_set_through_what_replaced_it():
+    slot = Gauge.__dict__["level"]
+    data = amber.dumps([Gauge(1), ReplaceGaugeLevel(), Gauge(2)])
+    SETTER_CALLS.clear()
+    try:
+        first, _, second = amber.loads(data, types=[Gauge, ReplaceGaugeLevel])
+    finally:
+        Gauge.level = slot  # type: ignore[misc]
+    assert (first.level, second.level) == (1, 2)
+    assert SETTER_CALLS == [2]
+
+
+class Wide:
+    """What ``Made.__new__`` returns: the same field name, at another place in the instance."""
+
+    __slots__ = ("padding", "value")
+
+
+class Made:
+    __slots__ = ("value",)
+
+    def __new__(cls) -> Any:
+        return object.__new__(Wide)
+
+
+def test_a_slot_is_set_on_what_the_class_new_made_not_on_the_class():
+    made = object.__new__(Made)
+    made.value = "v"
+    decoded = amber.loads(amber.dumps(made), types=[Made])
+    assert type(decoded) is Wide
+    assert decoded.value == "v"
+    assert not hasattr(decoded, "padding")

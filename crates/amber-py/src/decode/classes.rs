@@ -18,6 +18,7 @@ use rustc_hash::FxHashMap;
 use super::PyBuilder;
 use crate::callbacks::Callback;
 use crate::object::PyObj;
+use crate::slot_offsets::{self, Access, SlotOffsets};
 use crate::weak_class::refers_to;
 
 /// What the caller allows a decode to build.
@@ -47,6 +48,9 @@ pub enum ShapePlan {
         actions: Vec<FieldAction>,
         names: Vec<PyObj>,
         defaults: Option<PyObj>,
+        /// Where the `SetAttr` fields' slots are in an instance, when `object.__setattr__`
+        /// would only store them there (see `slot_offsets.rs`).
+        slots: Option<SlotOffsets>,
     },
     State {
         cls: PyObj,
@@ -373,25 +377,37 @@ impl PyBuilder<'_, '_> {
             let t = answer.cast::<PyTuple>()?;
             Ok(match shape.kind {
                 ObjectKind::Attrs => {
-                    let actions: Vec<u8> = t.get_item(2)?.extract()?;
+                    let actions: Vec<FieldAction> = t
+                        .get_item(2)?
+                        .extract::<Vec<u8>>()?
+                        .into_iter()
+                        .map(|a| match a {
+                            0 => FieldAction::ToDict,
+                            1 => FieldAction::SetAttr,
+                            _ => FieldAction::Drop,
+                        })
+                        .collect();
+                    let names: Vec<PyObj> = t
+                        .get_item(3)?
+                        .cast::<PyTuple>()?
+                        .iter()
+                        .map(|f| owned(&f))
+                        .collect();
                     let defaults = t.get_item(4)?;
+                    let set_attr = |i: usize| actions.get(i) == Some(&FieldAction::SetAttr);
+                    // SAFETY: a type check of a live object.
+                    let is_type = unsafe { ffi::PyType_Check(cls.as_ptr()) } != 0;
+                    let slots = (is_type && (0..actions.len()).any(set_attr))
+                        .then(|| {
+                            SlotOffsets::resolve(cls.as_ptr().cast(), &names, Access::Set, set_attr)
+                        })
+                        .flatten();
                     ShapePlan::Attrs {
                         plain_new: t.get_item(1)?.extract()?,
-                        actions: actions
-                            .into_iter()
-                            .map(|a| match a {
-                                0 => FieldAction::ToDict,
-                                1 => FieldAction::SetAttr,
-                                _ => FieldAction::Drop,
-                            })
-                            .collect(),
-                        names: t
-                            .get_item(3)?
-                            .cast::<PyTuple>()?
-                            .iter()
-                            .map(|f| owned(&f))
-                            .collect(),
+                        actions,
+                        names,
                         defaults: (defaults.len()? > 0).then(|| owned(&defaults)),
+                        slots,
                         cls,
                     }
                 }
@@ -503,7 +519,12 @@ impl PyBuilder<'_, '_> {
     ) -> Result<(), BuildError> {
         let py = self.py;
         let status = match self.shape_plan(shape)? {
-            ShapePlan::Attrs { actions, names, .. } => {
+            ShapePlan::Attrs {
+                actions,
+                names,
+                slots,
+                ..
+            } => {
                 let (Some(action), Some(name)) = (actions.get(index), names.get(index)) else {
                     return Err(BuildError::Host);
                 };
@@ -521,10 +542,31 @@ impl PyBuilder<'_, '_> {
                             status
                         }
                     },
-                    // SAFETY: object.__setattr__ on a live instance with a live name and value.
-                    FieldAction::SetAttr => unsafe {
-                        ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
-                    },
+                    FieldAction::SetAttr => {
+                        // SAFETY: a type read of a live object.
+                        let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
+                        let offset = slots
+                            .as_ref()
+                            .and_then(|slots| slots.for_type(ty, names))
+                            .and_then(|offsets| offsets.get(index));
+                        match offset {
+                            Some(&offset) => {
+                                // SAFETY: obj is a live instance of the class the offsets hold
+                                // for, and this field's was asked for (a SetAttr field).
+                                unsafe { slot_offsets::set(obj.as_ptr(), offset, value) };
+                                0
+                            }
+                            // SAFETY: object.__setattr__ on a live instance with a live name
+                            // and value.
+                            None => unsafe {
+                                ffi::PyObject_GenericSetAttr(
+                                    obj.as_ptr(),
+                                    name.as_ptr(),
+                                    value.as_ptr(),
+                                )
+                            },
+                        }
+                    }
                 }
             }
             ShapePlan::State { .. } => {

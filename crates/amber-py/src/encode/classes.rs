@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap;
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::callbacks::Callback;
 use crate::object::PyObj;
-use crate::slot_offsets::{self, SlotOffsets};
+use crate::slot_offsets::{self, Access, SlotOffsets};
 use crate::weak_class::refers_to;
 
 /// `encode_plan`'s code for `amber.Placeholder`, which is not a payload kind.
@@ -348,7 +348,7 @@ impl PyEncoder<'_> {
         })?;
         let mut plan = parse_plan(py, &answer).map_err(|e| EncodeFail::new(FailKind::Python(e)))?;
         if plan.kind == ObjectKind::Attrs && !plan.placeholder && !plan.names.is_empty() {
-            plan.slot_offsets = SlotOffsets::resolve(ty, &plan.names);
+            plan.slot_offsets = SlotOffsets::resolve(ty, &plan.names, Access::Read, |_| true);
         }
         let plan = Arc::new(plan);
         remember_plan(py, &cls, plan.clone());
