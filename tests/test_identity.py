@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import random
+import sys
+import threading
+from collections.abc import Callable, Iterator
 
 import amber
 import pytest
@@ -562,3 +568,236 @@ def test_an_object_freed_while_keys_are_sorted_is_never_taken_for_a_new_one():
     assert out[0] == ["victim"]
     assert [key.n for key in out[1]] == [1, 2]
     assert out[2] == [[["fresh", n] for n in range(3)]]
+
+
+# Four more places pin the memo before something that can run Python code: a big int's
+# conversion and an out-of-band buffer's views allocate objects for the garbage collector,
+# canonical mode records a set before it makes the set's iterator and sorts the elements, and
+# large bytes are copied with the GIL released. Each test below has an object the memo
+# recorded earlier in the same encode freed at that moment, then new lists (or sets) made,
+# which CPython places at the freed address, and put later in the graph: without the pin
+# they would be written as REFs to the freed object.
+
+# Up to 3.11 a collection starts inside the allocation that crosses the threshold, wherever
+# that is; from 3.12 on it waits for the bytecode loop, which none of these places enters.
+collects_at_allocation = pytest.mark.skipif(
+    sys.version_info >= (3, 12),
+    reason="from 3.12 on a collection starts only in the bytecode loop, not in an allocation",
+)
+
+
+class _Tracked:
+    """An object the garbage collector tracks: making one adds to its count."""
+
+
+@contextlib.contextmanager
+def _at_next_collection(hook: Callable[[], None]) -> Iterator[list[bool]]:
+    """Runs hook once, as the next garbage collection starts. The count is raised above a
+    threshold of 1 (and kept there: freeing a tracked object lowers it), so that the first
+    object allocated for the collector inside the block starts one: an encode allocates none
+    before the place under test. Yields a list that holds True once the hook has run."""
+    ran: list[bool] = []
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start" and not ran:
+            ran.append(True)
+            hook()
+
+    threshold = gc.get_threshold()
+    enabled = gc.isenabled()
+    gc.enable()
+    gc.collect()
+    gc.callbacks.append(on_gc)
+    above = [_Tracked() for _ in range(4)]
+    gc.set_threshold(1)
+    try:
+        yield ran
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(on_gc)
+        if not enabled:
+            gc.disable()
+        del above
+
+
+def _graph_around(value: object, before: int, after: int) -> tuple[list, dict, list]:
+    """[fillers, victim, fillers, value, later]. The victim and the fillers are held twice
+    (by the root and the box), so the memo records them: the victim in its first tier
+    (before < 64), or in its table (before >= 64, or moved there by the fillers after).
+    Built here, so that no frame of the test holds the victim."""
+    fillers = [[f"filler-{i}"] for i in range(before + after)]
+    box: dict = {"victim": ["victim"], "fillers": fillers}
+    later: list = []
+    root: list = [*fillers[:before], box["victim"], *fillers[before:], value, later]
+    return root, box, later
+
+
+def _drop_victim_and_make_lists(root: list, box: dict, later: list, at: int) -> None:
+    box.pop("victim")
+    root[at] = None
+    # The list freed last gives its memory to the next one made (see _drop_and_make).
+    fresh = [["fresh", n] for n in range(3)]
+    box["fresh"] = fresh  # held twice, so the memo looks it up
+    later.append(fresh)
+
+
+def _as_written(root: list, at: int) -> list:
+    """What a correct encode wrote: the victim as it was when it was met, and everything
+    else (the lists made after it among them) as the graph holds it now."""
+    return [*root[:at], ["victim"], *root[at + 1 :]]
+
+
+_PLACES = [(0, 0), (0, 100), (10, 60), (100, 0)]
+
+
+@collects_at_allocation
+@pytest.mark.parametrize(("before", "after"), _PLACES)
+def test_an_object_freed_by_a_collection_in_a_big_int_is_never_taken_for_a_new_one(before, after):
+    # An int beyond 64 bits is converted by int.bit_length and int.to_bytes, which allocate:
+    # a collection can start there and run any code (a gc callback here, a __del__ of cyclic
+    # garbage elsewhere). The pin in `bigint` keeps what the memo recorded alive.
+    big = 2**100 + 12345
+    root, box, later = _graph_around(big, before, after)
+    encoder = amber.Encoder()  # made first: making one allocates objects for the collector
+    drop_and_make = functools.partial(_drop_victim_and_make_lists, root, box, later, before)
+    with _at_next_collection(drop_and_make) as ran:
+        data = encoder.encode(root)
+    assert ran and root[before] is None and len(later) == 1
+    assert amber.loads(data) == _as_written(root, before)
+
+
+@collects_at_allocation
+@pytest.mark.parametrize("kind", [bytes, bytearray])
+@pytest.mark.parametrize(("before", "after"), _PLACES)
+def test_an_object_freed_by_a_collection_as_a_buffer_goes_out_of_band_is_never_taken_for_a_new_one(
+    kind, before, after
+):
+    # The memoryviews handed to buffer_callback are made in mid-encode, and their allocation
+    # can start a collection. The pin in `out_of_band` keeps what the memo recorded alive.
+    buffer = kind(b"\x5a" * amber.OOB_THRESHOLD)
+    root, box, later = _graph_around(buffer, before, after)
+    views: list[memoryview] = []
+    encoder = amber.Encoder(buffer_callback=views.append)
+    drop_and_make = functools.partial(_drop_victim_and_make_lists, root, box, later, before)
+    with _at_next_collection(drop_and_make) as ran:
+        data = encoder.encode(root)
+    assert ran and root[before] is None and len(later) == 1
+    assert len(views) == 1 and views[0].obj is buffer
+    out = amber.loads(data, buffers=views)
+    assert out == _as_written(root, before)
+    assert type(out[-2]) is kind
+
+
+class _SetMaker:
+    """Encoded by a custom function that makes new sets until one sits where the victim
+    set sat, and puts it later in the graph."""
+
+    def __init__(self, victim_address: int, box: dict, later: list) -> None:
+        self.victim_address = victim_address
+        self.box = box
+        self.later = later
+        self.victim_dropped_before = False
+
+
+def _make_sets(maker: _SetMaker) -> None:
+    # Sets have no free list: a freed one's memory goes back to the allocator's pool, and
+    # one of the next sets of its size gets it. Kept alive while searching, so that each
+    # new one gets other memory; none matches while the victim lives.
+    maker.victim_dropped_before = "victim" not in maker.box
+    made = []
+    for _ in range(1000):
+        made.append({"fresh"})
+        if id(made[-1]) == maker.victim_address:
+            break
+    maker.box["fresh"] = made[-1]  # held twice, so the memo looks it up
+    maker.later.append(made[-1])
+
+
+_SET_MAKER = [amber.CustomType(_SetMaker, _make_sets, lambda state: "maker")]
+
+
+def _set_graph(before: int, after: int) -> tuple[list, dict, list]:
+    """[fillers, victim set, fillers, maker, later], built here so that no frame of the
+    test holds the victim."""
+    fillers = [[f"filler-{i}"] for i in range(before + after)]
+    box: dict = {"victim": {1, 2, 3}, "fillers": fillers}
+    later: list = []
+    maker = _SetMaker(id(box["victim"]), box, later)
+    root: list = [*fillers[:before], box["victim"], *fillers[before:], maker, later]
+    return root, box, later
+
+
+@collects_at_allocation
+@pytest.mark.parametrize(("before", "after"), _PLACES)
+def test_a_set_freed_by_a_collection_before_it_is_sorted_is_never_taken_for_a_new_one(
+    before, after
+):
+    # In canonical mode the memo records a set (a mutable one is always looked up), then the
+    # encoder makes the set's iterator, which can start a collection, and sorts its elements.
+    # Code run then may drop every holder of the set but the encoder: the set is freed once
+    # it is written, and a set made later at its address would be a REF to it. The pin in
+    # `sort_elements` is the first after the set is recorded, and keeps it alive. (Objects
+    # recorded before the set are pinned already: every set is reached through `cold_value`,
+    # which pins. An element's class code run while the elements are sorted runs again, after
+    # another pin, when the element is written.)
+    root, box, later = _set_graph(before, after)
+
+    def drop_set() -> None:
+        box.pop("victim")
+        root[before] = None
+
+    encoder = amber.Encoder(canonical=True, custom=_SET_MAKER)
+    with _at_next_collection(drop_set) as ran:
+        data = encoder.encode(root)
+    assert ran and root[before] is None and len(later) == 1
+    maker = root[-2]
+    assert maker.victim_dropped_before  # by the collection, not by the maker's own code
+    out = amber.loads(data, custom=_SET_MAKER)
+    assert out == [*root[:before], {1, 2, 3}, *root[before + 1 : -2], "maker", [{"fresh"}]]
+
+
+def _encode_while_a_thread_waits(root: list, hook: Callable[[], None]) -> bytes:
+    """Encodes root while another thread waits for the GIL to run hook: it gets the GIL when
+    the encode lets go of it (or, if it is scheduled too late, after the encode). A switch
+    interval of a second keeps it from taking the GIL from the bytecode before the encode,
+    and keeps the encode from taking it back before the hook is done."""
+    go = threading.Lock()
+    go.acquire()
+
+    def wait_then_run() -> None:
+        if go.acquire(timeout=10):
+            hook()
+
+    thread = threading.Thread(target=wait_then_run)
+    thread.start()
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)
+    try:
+        go.release()
+        data = amber.dumps(root)
+    finally:
+        sys.setswitchinterval(switch)
+        thread.join(10)
+    assert not thread.is_alive()
+    return data
+
+
+@pytest.mark.parametrize(("before", "after"), _PLACES)
+def test_an_object_freed_while_bytes_are_copied_without_the_gil_is_never_taken_for_a_new_one(
+    before, after
+):
+    # Bytes of a mebibyte or more are copied with the GIL released, and other threads run
+    # Python code meanwhile. The pin in `bytes` keeps what the memo recorded alive. 16 MiB
+    # take milliseconds to copy, time enough for the waiting thread to be scheduled; an
+    # attempt where it was not (its hook ran after the encode) is made again.
+    for _attempt in range(5):
+        root, box, later = _graph_around(bytes(16 << 20), before, after)
+        drop_and_make = functools.partial(_drop_victim_and_make_lists, root, box, later, before)
+        data = _encode_while_a_thread_waits(root, drop_and_make)
+        assert root[before] is None and len(later) == 1
+        out = amber.loads(data)
+        if out[before] == ["victim"] and out[-1]:  # the hook ran while the bytes were copied
+            break
+    else:
+        pytest.fail("the other thread never ran while the bytes were copied")
+    assert out == _as_written(root, before)
