@@ -756,6 +756,28 @@ def test_a_set_freed_by_a_collection_before_it_is_sorted_is_never_taken_for_a_ne
     assert out == [*root[:before], {1, 2, 3}, *root[before + 1 : -2], "maker", [{"fresh"}]]
 
 
+@collects_at_allocation
+@pytest.mark.parametrize(("before", "after"), _PLACES)
+def test_a_set_freed_by_a_collection_as_it_is_iterated_is_never_taken_for_a_new_one(before, after):
+    # As above, without canonical mode: the memo records the set, then the encoder makes its
+    # iterator, which can start a collection whose code drops every other holder of the set.
+    # The encoder's own reference then keeps it only until it is written. The pin in `set`,
+    # after the set is recorded, keeps it alive until the encode ends.
+    root, box, later = _set_graph(before, after)
+
+    def drop_set() -> None:
+        box.pop("victim")
+        root[before] = None
+
+    encoder = amber.Encoder(custom=_SET_MAKER)
+    with _at_next_collection(drop_set) as ran:
+        data = encoder.encode(root)
+    assert ran and root[before] is None and len(later) == 1
+    assert root[-2].victim_dropped_before
+    out = amber.loads(data, custom=_SET_MAKER)
+    assert out == [*root[:before], {1, 2, 3}, *root[before + 1 : -2], "maker", [{"fresh"}]]
+
+
 def _encode_while_a_thread_waits(root: list, hook: Callable[[], None]) -> bytes:
     """Encodes root while another thread waits for the GIL to run hook: it gets the GIL when
     the encode lets go of it (or, if it is scheduled too late, after the encode). A switch

@@ -223,6 +223,11 @@ impl PyEncoder<'_> {
             None
         };
         let _held = hold(obj);
+        // The memo has just recorded the set, after `cold_value` pinned what it held. Making
+        // the iterator allocates, which may start a garbage collection (up to 3.11) whose
+        // code drops the set's other holders; `_held` would then be its last reference, and
+        // once it went a new object could take the set's address. Pinned, the memo holds it.
+        self.pin_memo();
         // SAFETY: obj is an exact set or frozenset.
         let n = unsafe { ffi::PySet_Size(obj) };
         self.writer.set_header(n as usize, frozen);
