@@ -168,13 +168,21 @@ pub(crate) unsafe fn set(obj: *mut ffi::PyObject, offset: isize, value: PyObj) {
     }
 }
 
-/// The class's version tag, if it has a valid one.
+/// The class's version tag, if it has a valid one. Up to 3.12 a changed class loses a
+/// flag (and 3.10 keeps its old tag until the next lookup gives it another); from 3.13 on
+/// that flag is never set, and a changed class's tag is 0 until then.
 #[cfg(amber_known_layouts)]
 #[inline(always)]
 fn valid_tag(ty: *mut ffi::PyTypeObject) -> Option<u32> {
-    // SAFETY: field reads of a live type object, with the GIL held.
-    let (flags, tag) = unsafe { ((*ty).tp_flags, (*ty).tp_version_tag) };
-    (flags & ffi::Py_TPFLAGS_VALID_VERSION_TAG != 0 && tag != 0).then_some(tag)
+    // SAFETY: a field read of a live type object, with the GIL held.
+    let tag = unsafe { (*ty).tp_version_tag };
+    #[cfg(not(Py_3_13))]
+    // SAFETY: as above.
+    let tag = match unsafe { (*ty).tp_flags } & ffi::Py_TPFLAGS_VALID_VERSION_TAG {
+        0 => 0,
+        _ => tag,
+    };
+    (tag != 0).then_some(tag)
 }
 
 #[cfg(not(amber_known_layouts))]
