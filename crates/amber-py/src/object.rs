@@ -3,7 +3,27 @@
 use std::ffi::CStr;
 use std::ptr::NonNull;
 
+use pyo3::types::PyString;
+use pyo3::Py;
 use pyo3_ffi as ffi;
+
+/// Something holding a str that names a field: the attribute names of an instance, or the
+/// field names of a class's plan (the encoder's shapes, the slot offsets).
+pub(crate) trait NamePtr {
+    fn name_ptr(&self) -> *mut ffi::PyObject;
+}
+
+impl NamePtr for PyObj {
+    fn name_ptr(&self) -> *mut ffi::PyObject {
+        self.as_ptr()
+    }
+}
+
+impl NamePtr for Py<PyString> {
+    fn name_ptr(&self) -> *mut ffi::PyObject {
+        self.as_ptr()
+    }
+}
 
 /// A strong reference to a Python object: clone is `Py_INCREF`, drop is `Py_DECREF`.
 ///

@@ -26,11 +26,9 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use pyo3::prelude::*;
-use pyo3::types::PyString;
 use pyo3_ffi as ffi;
 
-use crate::object::PyObj;
+use crate::object::{NamePtr, PyObj};
 
 #[cfg(amber_known_layouts)]
 extern "C" {
@@ -39,25 +37,6 @@ extern "C" {
     // amber knows the layouts of (3.10 to 3.13); pyo3-ffi keeps its binding private. Returns a
     // borrowed reference or NULL, and sets no exception.
     fn _PyType_Lookup(ty: *mut ffi::PyTypeObject, name: *mut ffi::PyObject) -> *mut ffi::PyObject;
-}
-
-/// A field's name, as the encoder's and the decoder's plans hold it.
-pub(crate) trait SlotName {
-    // Only the lookups read it, and the generic build has none.
-    #[cfg_attr(not(amber_known_layouts), allow(dead_code))]
-    fn name_ptr(&self) -> *mut ffi::PyObject;
-}
-
-impl SlotName for Py<PyString> {
-    fn name_ptr(&self) -> *mut ffi::PyObject {
-        self.as_ptr()
-    }
-}
-
-impl SlotName for PyObj {
-    fn name_ptr(&self) -> *mut ffi::PyObject {
-        self.as_ptr()
-    }
 }
 
 /// What the offsets stand in for.
@@ -90,7 +69,7 @@ pub(crate) struct SlotOffsets {
 impl SlotOffsets {
     /// The offsets of `names` in instances of `ty`, if each name `asked` picks is a plain
     /// object slot that `access` would read or set (see the module notes).
-    pub(crate) fn resolve<N: SlotName>(
+    pub(crate) fn resolve<N: NamePtr>(
         ty: *mut ffi::PyTypeObject,
         names: &[N],
         access: Access,
@@ -108,7 +87,7 @@ impl SlotOffsets {
     /// The offsets, one per name of `names` (the names they were resolved for), if they still
     /// hold for instances of `ty`.
     #[inline]
-    pub(crate) fn for_type<N: SlotName>(
+    pub(crate) fn for_type<N: NamePtr>(
         &self,
         ty: *mut ffi::PyTypeObject,
         names: &[N],
@@ -125,7 +104,7 @@ impl SlotOffsets {
     /// [`SlotOffsets::for_type`] after the class changed: looks the names up again.
     #[cold]
     #[inline(never)]
-    fn revalidate<N: SlotName>(&self, ty: *mut ffi::PyTypeObject, names: &[N]) -> Option<&[isize]> {
+    fn revalidate<N: NamePtr>(&self, ty: *mut ffi::PyTypeObject, names: &[N]) -> Option<&[isize]> {
         let asked = |i: usize| self.offsets.get(i).is_some_and(|&o| o != NOT_ASKED);
         let offsets = lookup_all(ty, names, self.access, asked)?;
         // The lookups gave the class a tag again, if it can have one.
@@ -192,7 +171,7 @@ fn valid_tag(_ty: *mut ffi::PyTypeObject) -> Option<u32> {
 
 /// Each asked name's slot offset, found as `access` would find its descriptor.
 #[cfg(amber_known_layouts)]
-fn lookup_all<N: SlotName>(
+fn lookup_all<N: NamePtr>(
     ty: *mut ffi::PyTypeObject,
     names: &[N],
     access: Access,
@@ -226,7 +205,7 @@ fn lookup_all<N: SlotName>(
 }
 
 #[cfg(not(amber_known_layouts))]
-fn lookup_all<N: SlotName>(
+fn lookup_all<N: NamePtr>(
     _ty: *mut ffi::PyTypeObject,
     _names: &[N],
     _access: Access,

@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 
 use super::{hold, EncodeFail, FailKind, PyEncoder, Segment};
 use crate::callbacks::Callback;
-use crate::object::PyObj;
+use crate::object::{NamePtr, PyObj};
 use crate::slot_offsets::{self, Access, SlotOffsets};
 use crate::weak_class::refers_to;
 
@@ -131,23 +131,6 @@ pub(crate) struct ShapeTable {
     /// kept apart, so that a payload of one class allocates no table for it.
     first_plan: Option<(usize, PyObj, Arc<ClassPlan>)>,
     plans: FxHashMap<usize, (PyObj, Arc<ClassPlan>)>,
-}
-
-/// Something holding a field-name str: the names of an instance or of a class plan.
-pub(super) trait NamePtr {
-    fn name_ptr(&self) -> *mut ffi::PyObject;
-}
-
-impl NamePtr for PyObj {
-    fn name_ptr(&self) -> *mut ffi::PyObject {
-        self.as_ptr()
-    }
-}
-
-impl NamePtr for Py<PyString> {
-    fn name_ptr(&self) -> *mut ffi::PyObject {
-        self.as_ptr()
-    }
 }
 
 impl ShapeTable {
