@@ -51,13 +51,13 @@ impl PyEncoder<'_> {
         Ok(())
     }
 
-    /// Puts set elements in canonical order.
+    /// Puts set elements in canonical order. The caller (`set`) has pinned the memo since it
+    /// recorded the set, and nothing is recorded between that pin and this.
     pub(super) fn sort_elements(
         &mut self,
         set: *mut ffi::PyObject,
         items: Vec<PyObj>,
     ) -> Result<Vec<PyObj>, EncodeFail> {
-        self.pin_memo();
         let mut keyed = Vec::with_capacity(items.len());
         for (index, item) in items.into_iter().enumerate() {
             let order = self
