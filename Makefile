@@ -24,7 +24,7 @@ PYTHON_VERSIONS := 3.10 3.11 3.12 3.13
 CORE_TESTS := tests/test_roundtrip.py tests/test_vectors.py tests/test_hostile.py \
 	tests/test_hostile_classes.py tests/test_classes.py tests/test_out_of_band.py \
 	tests/test_dict_templates.py tests/test_cpython_layouts.py tests/test_class_patterns.py \
-	tests/test_parts.py tests/test_wide_str.py tests/test_slot_reads.py
+	tests/test_parts.py tests/test_wide_str.py tests/test_slot_reads.py tests/test_packed.py
 # Prints the interpreter of version $$v (its sys.executable), or nothing. pyenv's shims
 # answer only for the versions pyenv is set to, hence PYENV_VERSION.
 FIND_PYTHON = python$$v -c 'import sys; print(sys.executable)' 2>/dev/null || \

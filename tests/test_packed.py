@@ -7,6 +7,7 @@ literal's constants are held by the code object too.
 
 from __future__ import annotations
 
+import _testcapi as testcapi  # built with every CPython amber supports
 import collections
 import enum
 import math
@@ -370,3 +371,35 @@ def test_lying_counts_fail_before_allocating():
         with pytest.raises(amber.DecodeLimitError) as info:
             amber.loads(HEADER + body, max_alloc=10_000)
         assert (info.value.kind, info.value.offset) == ("alloc_limit", 3)
+
+
+def test_a_packed_float_list_is_tracked_and_shared(graph_diff):
+    inner = fresh([0.1, -1e-310, 1e300, math.pi])  # not float32-exact, so packed
+    data = check([inner, {"k": inner}, inner], graph_diff)
+    assert data[4] == PACKED_FLOAT_LIST | 0x80
+    out = amber.loads(data)
+    assert out[0] is out[1]["k"] is out[2]
+    assert [struct.pack("<d", v) for v in out[0]] == [struct.pack("<d", v) for v in inner]
+
+
+def test_a_float_that_cannot_be_made_fails_the_decode_cleanly():
+    """Out of memory at any allocation of a long float run: MemoryError, or (when the
+    allocation failed was not needed, a float came from CPython's free list) the exact value;
+    never a crash or a list showing an unset slot."""
+    values = fresh([i / 3 + 0.1 for i in range(600)])
+    data = amber.dumps([values, values])
+    assert data[4] == PACKED_FLOAT_LIST | 0x80
+    outcomes = set()
+    for k in range(1, 700, 7):
+        testcapi.set_nomemory(k, k + 1)  # only the k-th allocation from here fails
+        try:
+            out = amber.loads(data)
+        except MemoryError:
+            outcomes.add("MemoryError")
+        else:
+            outcomes.add("value")
+            assert out == [values, values] and out[0] is out[1]
+        finally:
+            testcapi.remove_mem_hooks()
+    assert "MemoryError" in outcomes
+    assert amber.loads(data) == [values, values]

@@ -90,6 +90,13 @@ pub trait Builder {
         self.list_set(list, index, item);
         Ok(())
     }
+    /// Fills a list from [`Builder::packed_list`] with the `raw.len() / 8` little-endian
+    /// binary64 values of `raw`, in order, as [`Builder::packed_float`] would one by one
+    /// (the default). On failure, the index of the item that could not be made.
+    #[inline(always)]
+    fn packed_floats(&mut self, list: &Self::Obj, raw: &[u8]) -> Result<(), (usize, BuildError)> {
+        packed_floats_one_by_one(self, list, raw)
+    }
     /// The list of a TUPLE_LIST of `rows` rows, which arrive through [`Builder::list_set`],
     /// each made by [`Builder::row`]. An ordinary list by default.
     #[inline(always)]
@@ -1287,13 +1294,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
         self.packed(at, n, cost::packed_float_list(n as u64), slot, |d, list| {
             let start = d.pos;
             let raw = d.take(n.saturating_mul(8), "packed floats")?;
-            for (i, item) in raw.chunks_exact(8).enumerate() {
-                let bits: [u8; 8] = item.try_into().unwrap_or_default();
-                d.builder
-                    .packed_float(list, i, f64::from_le_bytes(bits))
-                    .map_err(|e| host_error(e, start + 8 * i, "float"))?;
-            }
-            Ok(())
+            d.builder
+                .packed_floats(list, raw)
+                .map_err(|(i, e)| host_error(e, start + 8 * i, "float"))
         })
     }
 
@@ -1987,6 +1990,23 @@ impl<'a, B: Builder> Decoder<'a, B> {
             )),
         }
     }
+}
+
+/// [`Builder::packed_floats`] as its default does it: each value of `raw` through
+/// [`Builder::packed_float`], in order. For a builder whose own version falls back to it.
+#[inline(always)]
+pub fn packed_floats_one_by_one<B: Builder + ?Sized>(
+    builder: &mut B,
+    list: &B::Obj,
+    raw: &[u8],
+) -> Result<(), (usize, BuildError)> {
+    for (i, item) in raw.chunks_exact(8).enumerate() {
+        let bits: [u8; 8] = item.try_into().unwrap_or_default();
+        builder
+            .packed_float(list, i, f64::from_le_bytes(bits))
+            .map_err(|e| (i, e))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -121,6 +121,10 @@ impl Builder for PyBuilder<'_, '_> {
         }
     }
 
+    fn packed_floats(&mut self, list: &PyObj, raw: &[u8]) -> Result<(), (usize, BuildError)> {
+        self.fill_floats(list, raw)
+    }
+
     #[inline]
     fn tuple(&mut self, len: usize) -> Result<PyObj, BuildError> {
         // SAFETY: as for lists; the tuple is not exposed to anything until it is full.

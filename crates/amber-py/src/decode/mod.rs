@@ -5,6 +5,7 @@
 mod classes;
 mod containers;
 mod dict_template;
+mod float_run;
 mod gc_pause;
 mod hash_guard;
 mod key_cache;
