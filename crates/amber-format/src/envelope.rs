@@ -903,22 +903,30 @@ pub fn verify(
 /// A plain payload opens too (with no keys), with its body in place.
 #[inline]
 pub fn open<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Result<Opened<'a>, DecodeError> {
-    if options.keys.is_empty() {
-        if let Some((&PLAIN_HEADER, body)) = data.split_first_chunk::<HEADER_LEN>() {
-            // A plain payload, the common case, straight to its body: what the checks of
-            // `open_envelope` would find, without the search.
-            return Ok(Opened {
-                body: Cow::Borrowed(body),
-                origin: BodyOrigin::Input(HEADER_LEN),
-                info: EnvelopeInfo::plain(body.len()),
-                budget: AllocBudget {
-                    limit: options.alloc_budget,
-                    spent: 0,
-                },
-            });
-        }
+    if let Some(body) = plain_body(data, options) {
+        return Ok(Opened {
+            body: Cow::Borrowed(body),
+            origin: BodyOrigin::Input(HEADER_LEN),
+            info: EnvelopeInfo::plain(body.len()),
+            budget: AllocBudget::unspent(options.alloc_budget),
+        });
     }
     open_envelope(data, options)
+}
+
+/// The body of a plain payload (no envelope) that `options` allow as it is, the common
+/// case: what [`open`] would find, without its checks for an envelope. It then opens at
+/// [`BodyOrigin::Input`]`(HEADER_LEN)`, with nothing spent of `options.alloc_budget`. `None`
+/// for anything else, which only [`open`] can tell about.
+#[inline]
+pub fn plain_body<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Option<&'a [u8]> {
+    if !options.keys.is_empty() {
+        return None;
+    }
+    match data.split_first_chunk::<HEADER_LEN>() {
+        Some((&PLAIN_HEADER, body)) => Some(body),
+        _ => None,
+    }
 }
 
 fn open_envelope<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Result<Opened<'a>, DecodeError> {

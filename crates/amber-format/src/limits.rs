@@ -48,6 +48,13 @@ pub struct AllocBudget {
     pub spent: u64,
 }
 
+impl AllocBudget {
+    /// A budget of `limit` with nothing spent yet.
+    pub fn unspent(limit: u64) -> Self {
+        AllocBudget { limit, spent: 0 }
+    }
+}
+
 /// Estimated bytes each object costs, from CPython 3.11 object sizes on 64-bit builds
 /// (header, GC header where the type has one, items). Estimates err on the high side.
 pub mod cost {
