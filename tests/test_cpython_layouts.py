@@ -195,6 +195,19 @@ def test_cached_keys_are_handed_out_only_for_the_same_bytes(length):
         assert list(amber.loads(amber.dumps({base: 0, key: 1}))) == [base, key]
 
 
+@pytest.mark.parametrize("place", [0, 8, 16], ids=["first word", "second word", "third word"])
+def test_keys_that_share_a_cache_slot_differ_in_each_word(place):
+    # The cache has fewer slots than these 3,000 keys of 20 bytes, so many land in a slot
+    # held by another of the same length; each differs from the others only in the 4 bytes at
+    # `place`, which fall in one of the three words the cache compares. A comparison that
+    # skipped that word would hand out the other key, and the dict would lose keys.
+    base = "abcdefghijklmnopqrst"
+    keys = [base[:place] + f"{n:04d}" + base[place + 4 :] for n in range(3000)]
+    value = dict.fromkeys(keys, 0)
+    assert list(amber.loads(amber.dumps(value))) == keys
+    assert [list(amber.loads(amber.dumps({k: 1}))) for k in keys[::97]] == [[k] for k in keys[::97]]
+
+
 @pytest.mark.parametrize("size", range(2, 24))
 def test_keys_with_a_non_ascii_character_anywhere_are_not_taken_for_ascii(size):
     # The key cache tells ASCII keys from others by the words it hashes: a multi-byte
