@@ -914,10 +914,10 @@ pub fn open<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Result<Opened<'a>,
     open_envelope(data, options)
 }
 
-/// The body of a plain payload (no envelope) that `options` allow as it is, the common
-/// case: what [`open`] would find, without its checks for an envelope. It then opens at
-/// [`BodyOrigin::Input`]`(HEADER_LEN)`, with nothing spent of `options.alloc_budget`. `None`
-/// for anything else, which only [`open`] can tell about.
+/// The body of `data` when it is a plain payload (no envelope) and `options` has no keys,
+/// the common case: what [`open`] would find, without its checks for an envelope. Such a
+/// body is at [`BodyOrigin::Input`]`(HEADER_LEN)`, with nothing spent of
+/// `options.alloc_budget`. `None` for anything else, which only [`open`] can tell about.
 #[inline]
 pub fn plain_body<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Option<&'a [u8]> {
     if !options.keys.is_empty() {

@@ -129,8 +129,9 @@ pub fn decode_bytes(
     let options = envelope.options(now, limits.alloc_budget(data.len()));
     // A plain payload's body, origin and budget are known without an `Opened`: moved out of
     // its Result, or its budget copied out, the plain path's fields were read by 16-byte
-    // loads just after 8-byte stores had written them, a failed store forward that cost a
-    // small `loads` about 10% of its time.
+    // loads just after 8-byte stores had written them, a failed store forward that drew
+    // about 10% of the profile samples of `loads(None)`. With the vectors of `PyBuilder::new`
+    // and `decode_body` made after their calls, `loads(None)` went from 45 to 32.5 ns.
     let opened;
     let (body, origin, budget) = match amber_format::envelope::plain_body(data, &options) {
         Some(body) => (

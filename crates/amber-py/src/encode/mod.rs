@@ -108,7 +108,8 @@ pub fn encode<'py>(
 ) -> Result<PyObj, EncodeFail> {
     // The calls before the sink, for the reason `amber_format::decode_body` gives: made
     // first, the sink was kept aside across them, then copied in with 16-byte loads just
-    // after the 8-byte stores that made it, which cost a small `dumps` about 5% of its time.
+    // after the 8-byte stores that made it, which drew 5% of the profile samples of
+    // `dumps(None)`. With `BytesSink::finish` in place, `dumps(None)` went from 48 to 43 ns.
     let memo = Memo::new(options.refs, options.canonical);
     let stack_limit = amber_format::stack::limit();
     let mut encoder = PyEncoder {
