@@ -16,7 +16,10 @@ Hostile payloads are made two ways: (a) by dumping an instance of a local class 
 from __future__ import annotations
 
 import array
+import base64
+import collections
 import datetime as dt
+import enum
 import ipaddress
 import json
 import os
@@ -31,6 +34,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import _rich_classes as rc
+import _vector_classes
 import amber
 import pytest
 from _common import ERROR_KINDS, HEADER, LIMIT_KINDS, run_python, varint
@@ -1336,3 +1340,53 @@ def test_truncations_and_mutations_of_class_and_ext_payloads(tmp_path):
     assert outcomes.get("ok", 0) >= MUTATIONS // 100, outcomes
     for kind in ("class_not_allowed", "invalid_ext", "bad_name"):
         assert outcomes.get(kind, 0) > 0, outcomes
+
+
+# --------------------------------------------------- subclass kinds for classes of another kind
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+NamedPair = collections.namedtuple("NamedPair", "left right")
+
+
+def value_subclass(qualname: bytes, value: bytes) -> bytes:
+    """A VALUE_SUBCLASS instance of class t:`qualname` made from the builtin `value`."""
+    return HEADER + b"\x77\x00\x01t" + bytes([len(qualname)]) + qualname + b"\x06" + value + b"\x90"
+
+
+@pytest.mark.parametrize(
+    ("qualname", "cls", "value", "written"),
+    [
+        (b"NamedPair", NamedPair, b"\x5c", "TUPLE_FIELDS"),  # tuple.__new__: no items
+        (b"Level", Level, b"\x6c\xc6\x01", "ENUM"),  # int.__new__(Level, 99): no member
+    ],
+    ids=["named tuple", "int enum"],
+)
+def test_a_subclass_kind_cannot_make_what_the_class_would_refuse(qualname, cls, value, written):
+    # VALUE_SUBCLASS makes an instance with the builtin base's constructor, skipping the
+    # class's own: a named tuple with no items (which `repr` and `dumps` then fail on), or an
+    # int enum member that is none of its members. A class amber writes with another kind
+    # is refused this one, at the shape's OBJECT tag.
+    with pytest.raises(amber.DecodeError) as caught:
+        amber.loads(value_subclass(qualname, value), types={f"t:{qualname.decode()}": cls})
+    assert (caught.value.kind, caught.value.offset) == ("bad_shape", 3)
+    assert f"written as {written}" in str(caught.value)
+
+
+def test_the_fuzzers_named_tuple_without_items_is_refused():
+    # Found by fuzz/atheris_loads.py: loads built it, and dumps could not write it back.
+    data = base64.b64decode("q0EBX3cAD192ZWN0b3JfY2xhc3NlcwRQYWlyBlxcXB8=")
+    with pytest.raises(amber.DecodeError) as caught:
+        amber.loads(data, types=[_vector_classes.Pair])
+    assert (caught.value.kind, caught.value.offset) == ("bad_shape", 4)
+
+
+def test_a_plain_builtin_subclass_still_takes_its_subclass_kind():
+    class Plain(int):
+        pass
+
+    out = amber.loads(value_subclass(b"Plain", b"\x6c\xc6\x01"), types={"t:Plain": Plain})
+    assert type(out) is Plain and out == 99

@@ -735,6 +735,17 @@ def _parts_plan(target: Any, kind: int) -> tuple[Any, ...]:
             else ("str, bytes, int, float, complex, tuple, frozenset, datetime or Decimal")
         )
         raise refuse(f"a subclass of a {family} type")
+    # Made by the base's own constructor, an instance skips the class's: a named tuple with
+    # no items, or an int enum "member" that is none of its members. Such a class is written
+    # with its own kind, and a subclass kind for it is refused as any other wrong kind is.
+    local = encode_plan_or_none(target)
+    if local != PARTS:
+        expected = _KIND_NAMES[local] if local is not None else "nothing amber can build"
+        raise Refusal(
+            "bad_shape",
+            f"the payload writes {_dotted(target)} as {written}, but the allowed class is "
+            f"written as {expected}",
+        )
     return (kind, found[0])
 
 
