@@ -934,10 +934,7 @@ fn open_envelope<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Result<Opened
     if let Some(signature) = &parts.signature {
         authenticate(signature, options.keys, options.max_age, options.now)?;
     }
-    let mut budget = AllocBudget {
-        limit: options.alloc_budget,
-        spent: 0,
-    };
+    let mut budget = AllocBudget::unspent(options.alloc_budget);
     let Some(section) = compressed_section(&parts)? else {
         return Ok(Opened {
             body: Cow::Borrowed(parts.content),
