@@ -1390,3 +1390,25 @@ def test_a_plain_builtin_subclass_still_takes_its_subclass_kind():
 
     out = amber.loads(value_subclass(b"Plain", b"\x6c\xc6\x01"), types={"t:Plain": Plain})
     assert type(out) is Plain and out == 99
+
+
+class Outcome(Exception, enum.Enum):
+    DONE = 1
+
+
+def test_an_exception_enum_cannot_be_made_by_the_exception_kind():
+    # EXCEPTION makes an instance with the builtin exception base's constructor, so for an
+    # exception enum it would make a "member" that is none of the members (`dumps` then fails
+    # on it). amber writes such a class as ENUM, and refuses EXCEPTION for it.
+    class Failure(Exception):
+        pass
+
+    Failure.__module__, Failure.__qualname__ = Outcome.__module__, Outcome.__qualname__
+    data = amber.dumps(Failure(7))
+    with pytest.raises(amber.DecodeError) as caught:
+        amber.loads(data, types=[Outcome])
+    assert (caught.value.kind, caught.value.offset) == ("bad_shape", 3)
+    assert "written as ENUM" in str(caught.value)
+    # A plain exception class allowed under that name still takes the kind.
+    made = amber.loads(data, types={f"{Outcome.__module__}:Outcome": Failure})
+    assert type(made) is Failure and made.args == (7,)

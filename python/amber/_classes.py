@@ -725,6 +725,7 @@ def _parts_plan(target: Any, kind: int) -> tuple[Any, ...]:
     if kind == EXCEPTION:
         if not issubclass(target, BaseException):
             raise refuse("an exception class")
+        _require_written_by_parts(target, written)
         base = next(b for b in target.__mro__ if b in _BUILTIN_EXCEPTION_CLASSES)
         return (kind, base)
     found = builtin_base(target)
@@ -735,9 +736,16 @@ def _parts_plan(target: Any, kind: int) -> tuple[Any, ...]:
             else ("str, bytes, int, float, complex, tuple, frozenset, datetime or Decimal")
         )
         raise refuse(f"a subclass of a {family} type")
-    # Made by the base's own constructor, an instance skips the class's: a named tuple with
-    # no items, or an int enum "member" that is none of its members. Such a class is written
-    # with its own kind, and a subclass kind for it is refused as any other wrong kind is.
+    _require_written_by_parts(target, written)
+    return (kind, found[0])
+
+
+def _require_written_by_parts(target: type, written: str) -> None:
+    """Refuses a subclass or exception kind for a class written with a kind of its own.
+
+    These kinds make the instance with the builtin base's constructor, skipping the class's:
+    a named tuple with no items, an int enum "member" that is none of its members, an
+    exception enum's likewise. Such a class is refused them as any other wrong kind is."""
     local = encode_plan_or_none(target)
     if local != PARTS:
         expected = _KIND_NAMES[local] if local is not None else "nothing amber can build"
@@ -746,7 +754,6 @@ def _parts_plan(target: Any, kind: int) -> tuple[Any, ...]:
             f"the payload writes {_dotted(target)} as {written}, but the allowed class is "
             f"written as {expected}",
         )
-    return (kind, found[0])
 
 
 def encode_plan_or_none(cls: type) -> int | None:
