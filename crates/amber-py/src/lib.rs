@@ -18,6 +18,7 @@ mod encode;
 mod envelope;
 mod errors;
 mod fastcall;
+mod gil_slot;
 mod keyword_cache;
 mod object;
 mod options;

@@ -30,8 +30,8 @@
 //! - **Restart.** A cycle through a tuple found late makes the encode start again with the
 //!   tracker recording everything ([`Memo::restart`]).
 //! - **Reuse.** The identity table, the list of recorded objects and the shortcut caches live
-//!   in one box ([`Tables`]) that goes back to a per-thread scratch slot when the encode ends
-//!   (the table and list are dropped instead if one payload grew them past
+//!   in one box ([`Tables`]) that goes back to a scratch slot (`crate::gil_slot`) when the
+//!   encode ends (the table and list are dropped instead if one payload grew them past
 //!   [`SCRATCH_MEMO_LIMIT`]). Handing the box over moves one pointer. With the caches and the
 //!   table in the memo itself, copying their 500 bytes into each new encoder, and out to the
 //!   scratch slot and back, cost `dumps([1])` about 230 of its 960 instructions (callgrind);
@@ -39,12 +39,11 @@
 //!   pointer more that each lookup follows costs nothing measurable on a JSON document of
 //!   thousands of lookups.
 
-use std::cell::Cell;
-
 use amber_format::{ImmutableStart, ImmutableToken, Recorded, RefTracker, Writer};
 use pyo3_ffi as ffi;
 
 use super::sink::BytesSink;
+use crate::gil_slot::GilSlot;
 
 /// Slots of [`Tables::recent`] (a power of two). Each object has one slot, picked by its
 /// address, so two of the few objects a long list repeats can share one, as the allocator
@@ -60,10 +59,10 @@ const KEY_REFS: usize = 8;
 const KEY_SLOTS: usize = 64;
 
 /// A memo grown past this many entries is dropped rather than kept, so one huge payload does
-/// not pin its table's memory for the life of the thread.
+/// not pin its table's memory for the life of the process.
 const SCRATCH_MEMO_LIMIT: usize = 1 << 16;
 
-/// What one encode leaves for the next on the same thread: the identity table and the list
+/// What one encode leaves for the next: the identity table and the list
 /// of recorded objects (reusing them takes the allocator off the path of small payloads), and
 /// the fixed tables of the shortcuts, which the encode that wrote them leaves empty
 /// ([`Memo::empty_caches`]).
@@ -104,7 +103,7 @@ impl Tables {
         }
     }
 
-    /// Tables for a thread's first encode, or for a nested one.
+    /// Tables for the first encode, or for one that finds the scratch slot's in use.
     #[cold]
     #[inline(never)]
     fn boxed() -> Box<Tables> {
@@ -118,9 +117,12 @@ impl Tables {
     }
 }
 
-thread_local! {
-    static SCRATCH: Cell<Option<Box<Tables>>> = const { Cell::new(None) };
-}
+// SAFETY: the tables move between threads only through `SCRATCH`, given back by `recycle`
+// after `unpin` emptied `recorded`: no object pointer goes along, and the rest is plain data.
+unsafe impl Send for Tables {}
+
+/// The tables of the last encode, while no encode is using them.
+static SCRATCH: GilSlot<Box<Tables>> = GilSlot::new();
 
 /// Where [`Tables::recent`] keeps `obj`: objects are at least 16-byte aligned, so the bits
 /// above those pick the slot.
@@ -167,11 +169,12 @@ pub(super) enum KeyRef {
 }
 
 impl Memo {
-    /// The memo of a new encode, reusing this thread's scratch allocations. A nested encode
+    /// The memo of a new encode, reusing the scratch allocations. A nested encode
     /// (a custom encoder calling `dumps`) finds the slot empty and allocates.
     pub(super) fn new(refs: bool, canonical: bool) -> Memo {
         // Left empty by the encode that filled them (see `Memo::empty_caches`).
-        let tables = SCRATCH.with(Cell::take).unwrap_or_else(Tables::boxed);
+        // SAFETY: an encode holds the GIL.
+        let tables = unsafe { SCRATCH.take() }.unwrap_or_else(Tables::boxed);
         Memo {
             tables,
             on: refs,
@@ -242,7 +245,9 @@ impl Memo {
         } else {
             tables.tracker.reset(false);
         }
-        SCRATCH.with(|slot| slot.set(Some(tables)));
+        // SAFETY: an encode holds the GIL; dropping tables runs no code (they hold no
+        // references once unpinned).
+        unsafe { SCRATCH.give_back(tables) };
     }
 
     /// Takes a reference to every recorded object not yet held. Called before anything that

@@ -5,11 +5,10 @@
 //!
 //! Small payloads are the exception: for them the allocation, reallocation and shrinking of
 //! a `bytes` object cost more than the encode itself. So the first bytes of every payload go
-//! into a buffer the thread keeps from one encode to the next; a payload that fits is copied
-//! into a `bytes` of exactly its size at the end, and one that outgrows it moves into a
-//! `bytes` object (one copy of at most [`SCRATCH_CAPACITY`] bytes) and carries on there.
+//! into a buffer kept from one encode to the next (`crate::gil_slot`); a payload that fits is
+//! copied into a `bytes` of exactly its size at the end, and one that outgrows it moves into
+//! a `bytes` object (one copy of at most [`SCRATCH_CAPACITY`] bytes) and carries on there.
 
-use std::cell::Cell;
 use std::os::raw::c_int;
 
 use amber_format::Sink;
@@ -17,6 +16,7 @@ use pyo3::exceptions::PyMemoryError;
 use pyo3::PyErr;
 use pyo3_ffi as ffi;
 
+use crate::gil_slot::GilSlot;
 use crate::object::PyObj;
 
 extern "C" {
@@ -25,16 +25,14 @@ extern "C" {
     fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, newsize: ffi::Py_ssize_t) -> c_int;
 }
 
-/// Size of the thread's reusable first buffer.
+/// Size of the reusable first buffer.
 const SCRATCH_CAPACITY: usize = 4096;
 
-thread_local! {
-    /// The reusable first buffer, while no encode on this thread is using it. A nested encode
-    /// (a custom encoder calling `dumps`) finds it taken and starts in a `bytes` object.
-    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-}
+/// The reusable first buffer, while no encode is using it. An encode that finds it taken (a
+/// custom encoder calling `dumps`) starts in a `bytes` object.
+static SCRATCH: GilSlot<Vec<u8>> = GilSlot::new();
 
-/// A payload under construction: in the thread's scratch buffer while it fits (`obj` NULL),
+/// A payload under construction: in the scratch buffer while it fits (`obj` NULL),
 /// then in a `bytes` object owned only by this sink until [`BytesSink::finish`].
 ///
 /// A failed allocation does not abort: the sink drops its object, ignores every later write
@@ -48,15 +46,16 @@ pub struct BytesSink {
     len: usize,
     /// Usable bytes at `data` (`obj`'s `ob_size` while it is being written).
     cap: usize,
-    /// The thread's scratch buffer (empty if it was in use), given back on drop. Written only
+    /// The scratch buffer (empty if it was in use), given back on drop. Written only
     /// through `data`; its own length stays 0.
     scratch: Vec<u8>,
 }
 
 impl BytesSink {
-    /// An empty sink (nothing is allocated yet unless the thread's buffer is in use).
+    /// An empty sink (nothing is allocated yet unless the scratch buffer is in use).
     pub fn new() -> Self {
-        let mut scratch = SCRATCH.with(Cell::take);
+        // SAFETY: an encode holds the GIL.
+        let mut scratch = unsafe { SCRATCH.take() }.unwrap_or_default();
         if scratch.capacity() < SCRATCH_CAPACITY {
             scratch = Vec::with_capacity(SCRATCH_CAPACITY);
         }
@@ -376,7 +375,8 @@ impl Drop for BytesSink {
         self.fail();
         let scratch = std::mem::take(&mut self.scratch);
         if scratch.capacity() == SCRATCH_CAPACITY {
-            SCRATCH.with(|slot| slot.set(scratch));
+            // SAFETY: an encode's sink is dropped with the GIL held; a Vec<u8> runs no code.
+            unsafe { SCRATCH.give_back(scratch) };
         }
     }
 }
