@@ -1403,12 +1403,14 @@ def test_an_exception_enum_cannot_be_made_by_the_exception_kind():
     class Failure(Exception):
         pass
 
-    Failure.__module__, Failure.__qualname__ = Outcome.__module__, Outcome.__qualname__
+    # Allowed under a name of the test's choosing: Python 3.10 gives an enum mixed with a
+    # type it cannot pickle the module "<unknown>".
+    Failure.__module__, Failure.__qualname__ = "outcomes", "Outcome"
     data = amber.dumps(Failure(7))
     with pytest.raises(amber.DecodeError) as caught:
-        amber.loads(data, types=[Outcome])
+        amber.loads(data, types={"outcomes:Outcome": Outcome})
     assert (caught.value.kind, caught.value.offset) == ("bad_shape", 3)
     assert "written as ENUM" in str(caught.value)
     # A plain exception class allowed under that name still takes the kind.
-    made = amber.loads(data, types={f"{Outcome.__module__}:Outcome": Failure})
+    made = amber.loads(data, types={"outcomes:Outcome": Failure})
     assert type(made) is Failure and made.args == (7,)
