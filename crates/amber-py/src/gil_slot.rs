@@ -3,8 +3,8 @@
 //!
 //! Why not a thread-local: the module is loaded with `dlopen`, so each access to one of its
 //! thread-locals calls `__tls_get_addr`, and a `dumps` took and gave back two scratch
-//! allocations that way, four calls of about 15 instructions each with the state checks
-//! around them (callgrind). A static is one load.
+//! allocations that way, four accesses that cost `dumps(None)` 71 of its 595 instructions
+//! (callgrind) and 5.6 of its 42.8 ns. A static is one load.
 //!
 //! Why one slot is enough: the module does not declare itself free-threading safe, so
 //! CPython keeps the GIL on while it is loaded, and only the thread holding the GIL runs an

@@ -103,7 +103,8 @@ impl Tables {
         }
     }
 
-    /// Tables for the first encode, or for one that finds the scratch slot's in use.
+    /// Tables for the first encode, or for one that finds the scratch slot empty (another
+    /// encode holds its tables).
     #[cold]
     #[inline(never)]
     fn boxed() -> Box<Tables> {
