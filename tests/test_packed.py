@@ -389,6 +389,12 @@ def test_a_float_that_cannot_be_made_fails_the_decode_cleanly():
     values = fresh([i / 3 + 0.1 for i in range(600)])
     data = amber.dumps([values, values])
     assert data[4] == PACKED_FLOAT_LIST | 0x80
+    assert_out_of_memory_fails_cleanly(data, [values, values])
+
+
+def assert_out_of_memory_fails_cleanly(data: bytes, expected: list) -> None:
+    """Fails one allocation at a time, the k-th of `loads(data)` for k in 1..700 by 7:
+    each gives MemoryError or the exact value (`expected`, a list of one shared list)."""
     outcomes = set()
     for k in range(1, 700, 7):
         testcapi.set_nomemory(k, k + 1)  # only the k-th allocation from here fails
@@ -396,10 +402,60 @@ def test_a_float_that_cannot_be_made_fails_the_decode_cleanly():
             out = amber.loads(data)
         except MemoryError:
             outcomes.add("MemoryError")
-        else:
-            outcomes.add("value")
-            assert out == [values, values] and out[0] is out[1]
+            continue
         finally:
+            # Before the comparison, whose own allocations the hook would fail otherwise.
             testcapi.remove_mem_hooks()
+        outcomes.add("value")
+        assert out == expected and out[0] is out[1]
     assert "MemoryError" in outcomes
-    assert amber.loads(data) == [values, values]
+    assert amber.loads(data) == expected
+
+
+# -- int runs, made a stretch at a time ------------------------------------------------------
+
+
+def varied_ints(n: int) -> list[int]:
+    """`n` ints of every kind a packed run holds: CPython's cached small ints, the
+    SMALL_INT range, larger ones that need an allocation, negatives, the i64 extremes."""
+    kinds = [7, 300, -5, -300, 63, 64, 2**40, I64_MAX, I64_MIN, 256, 257, -6]
+    return fresh([kinds[i % len(kinds)] for i in range(n)])
+
+
+@pytest.mark.parametrize("n", [4, 63, 64, 65, 127, 128, 129, 1000])
+def test_int_runs_of_every_length_across_stretches(n, graph_diff):
+    # The decoder reads a long run 64 items at a time and has them made together; a shorter
+    # one item by item. Each item lands at its own index, whatever stretch it is in.
+    values = varied_ints(n)
+    data = check(values, graph_diff)
+    assert data == HEADER + ints_body(values)
+    out = amber.loads(data)
+    assert out == values and [type(v) for v in out] == [int] * n
+
+
+def test_a_packed_int_list_is_tracked_and_shared(graph_diff):
+    inner = varied_ints(200)
+    data = check([inner, {"k": inner}, inner], graph_diff)
+    assert data[4] == PACKED_INT_LIST | 0x80
+    out = amber.loads(data)
+    assert out[0] is out[1]["k"] is out[2] and out[0] == inner
+
+
+def test_alloc_limit_in_a_later_stretch_names_the_item():
+    # 100 ints of three bytes each: the budget runs out at item 70, in the second stretch.
+    values = [10**6] * 100
+    data = HEADER + ints_body(values)
+    with pytest.raises(amber.DecodeLimitError) as info:
+        amber.loads(data, max_alloc=72 + 8 * 100 + 32 * 70 + 10)
+    assert info.value.kind == "alloc_limit"
+    assert info.value.offset == 5 + 3 * 70  # tag, count, then 70 items before it
+
+
+def test_an_int_that_cannot_be_made_fails_the_decode_cleanly():
+    """Out of memory at any allocation of a long int run: MemoryError, or (when the
+    allocation failed was not needed) the exact value; never a crash or a list showing an
+    unset slot."""
+    values = fresh([1000 + 7 * i for i in range(600)])  # none of them a cached small int
+    data = amber.dumps([values, values])
+    assert data[4] == PACKED_INT_LIST | 0x80
+    assert_out_of_memory_fails_cleanly(data, [values, values])

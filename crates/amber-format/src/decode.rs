@@ -82,6 +82,19 @@ pub trait Builder {
         self.list_set(list, index, item);
         Ok(())
     }
+    /// Puts the ints `values` at `start..start + values.len()` of a list from
+    /// [`Builder::packed_list`], whose items before `start` are in place: a stretch of a
+    /// PACKED_INT_LIST, as [`Builder::packed_int`] would one by one (the default). On failure,
+    /// the index in `values` of the item that could not be made.
+    #[inline(always)]
+    fn packed_ints(
+        &mut self,
+        list: &Self::Obj,
+        start: usize,
+        values: &[i64],
+    ) -> Result<(), (usize, BuildError)> {
+        packed_ints_one_by_one(self, list, start, values)
+    }
     /// Puts the float `v` at `index` of a list from [`Builder::packed_list`], as
     /// [`Builder::packed_int`] does for ints.
     #[inline(always)]
@@ -1246,46 +1259,91 @@ impl<'a, B: Builder> Decoder<'a, B> {
         slot: Option<usize>,
     ) -> Result<B::Obj, DecodeError> {
         self.packed(at, n, cost::list(n as u64), slot, |d, list| {
-            let room = d.max_alloc.saturating_sub(d.allocated);
-            let mut spent = 0u64;
-            // The cursor lives in a register for the loop: `d.pos` is written back only
-            // around the general varint path, which also reports every malformed item.
-            let data = d.data;
-            let mut pos = d.pos;
+            // A short list is made item by item: handing a few over together costs more than
+            // it saves, zeroing the stretch included.
+            if n < PACKED_INT_STRETCH {
+                d.packed_int_items::<0>(list, n)
+            } else {
+                d.packed_int_items::<PACKED_INT_STRETCH>(list, n)
+            }
+        })
+    }
+
+    /// The `n` items of a PACKED_INT_LIST into `list`: one by one through
+    /// `Builder::packed_int` for `N` 0, else `N` at a time, each stretch read and checked and
+    /// then handed to the builder together (`Builder::packed_ints`), which can make them
+    /// without a call per item. Each item is checked and charged as an INT or SMALL_INT item
+    /// of a LIST would be (the budget is charged once at the end, having been checked before
+    /// each item was made).
+    #[inline(always)]
+    fn packed_int_items<const N: usize>(
+        &mut self,
+        list: &B::Obj,
+        n: usize,
+    ) -> Result<(), DecodeError> {
+        let room = self.max_alloc.saturating_sub(self.allocated);
+        let mut spent = 0u64;
+        // The cursor lives in a register for the loop: `self.pos` is written back only around
+        // the general varint path, which also reports every malformed item.
+        let data = self.data;
+        let mut pos = self.pos;
+        let mut next = |d: &mut Self, pos: &mut usize| -> Result<i64, DecodeError> {
+            let item_at = *pos;
+            let z = match data.get(item_at..item_at + 2) {
+                Some(&[b0, _]) if b0 < 0x80 => {
+                    *pos += 1;
+                    u64::from(b0)
+                }
+                Some(&[b0, b1]) if b1 < 0x80 && b1 != 0 => {
+                    *pos += 2;
+                    u64::from(b0 & 0x7F) | (u64::from(b1) << 7)
+                }
+                _ => {
+                    d.pos = item_at;
+                    let z = d.varint()?;
+                    *pos = d.pos;
+                    z
+                }
+            };
+            let v = unzigzag(z);
+            if !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(&v) {
+                spent += cost::SCALAR;
+                if spent > room {
+                    d.allocated = d.allocated.saturating_add(spent);
+                    return Err(d.alloc_error(item_at));
+                }
+            }
+            Ok(v)
+        };
+        if N == 0 {
             for i in 0..n {
                 let item_at = pos;
-                let z = match data.get(pos..pos + 2) {
-                    Some(&[b0, _]) if b0 < 0x80 => {
-                        pos += 1;
-                        u64::from(b0)
-                    }
-                    Some(&[b0, b1]) if b1 < 0x80 && b1 != 0 => {
-                        pos += 2;
-                        u64::from(b0 & 0x7F) | (u64::from(b1) << 7)
-                    }
-                    _ => {
-                        d.pos = pos;
-                        let z = d.varint()?;
-                        pos = d.pos;
-                        z
-                    }
-                };
-                let v = unzigzag(z);
-                if !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(&v) {
-                    spent += cost::SCALAR;
-                    if spent > room {
-                        d.allocated = d.allocated.saturating_add(spent);
-                        return Err(d.alloc_error(item_at));
-                    }
-                }
-                d.builder
+                let v = next(self, &mut pos)?;
+                self.builder
                     .packed_int(list, i, v)
                     .map_err(|e| host_error(e, item_at, "int"))?;
             }
-            d.pos = pos;
-            d.allocated = d.allocated.saturating_add(spent);
-            Ok(())
-        })
+        } else {
+            let mut values = [0i64; N];
+            let mut offsets = [0usize; N];
+            let mut start = 0;
+            while start < n {
+                let count = N.min(n - start);
+                for (value, offset) in values[..count].iter_mut().zip(&mut offsets[..count]) {
+                    *offset = pos;
+                    *value = next(self, &mut pos)?;
+                }
+                self.builder
+                    .packed_ints(list, start, &values[..count])
+                    .map_err(|(i, e)| {
+                        host_error(e, offsets.get(i).copied().unwrap_or(pos), "int")
+                    })?;
+                start += count;
+            }
+        }
+        self.pos = pos;
+        self.allocated = self.allocated.saturating_add(spent);
+        Ok(())
     }
 
     /// A PACKED_FLOAT_LIST after its count: `n` binary64 values, which the count check has
@@ -1995,6 +2053,27 @@ impl<'a, B: Builder> Decoder<'a, B> {
             )),
         }
     }
+}
+
+/// Items of a PACKED_INT_LIST read and checked before the builder makes them together: a
+/// stretch of 64 keeps its values and offsets (1 KiB) on the stack. A shorter list is made
+/// item by item.
+const PACKED_INT_STRETCH: usize = 64;
+
+/// [`Builder::packed_ints`] as its default does it: each of `values` through
+/// [`Builder::packed_int`], at `start` on, in order. For a builder whose own version falls
+/// back to it.
+#[inline(always)]
+pub fn packed_ints_one_by_one<B: Builder + ?Sized>(
+    builder: &mut B,
+    list: &B::Obj,
+    start: usize,
+    values: &[i64],
+) -> Result<(), (usize, BuildError)> {
+    for (i, &v) in values.iter().enumerate() {
+        builder.packed_int(list, start + i, v).map_err(|e| (i, e))?;
+    }
+    Ok(())
 }
 
 /// [`Builder::packed_floats`] as its default does it: each value of `raw` through

@@ -31,7 +31,9 @@ pub mod trace;
 pub mod utf8;
 pub mod varint;
 
-pub use decode::{decode, decode_body, packed_floats_one_by_one, Builder, PairPlace};
+pub use decode::{
+    decode, decode_body, packed_floats_one_by_one, packed_ints_one_by_one, Builder, PairPlace,
+};
 pub use encode::{ImmutableStart, ImmutableToken, Recorded, RefTracker, Sink, Writer};
 pub use envelope::{open, seal, OpenOptions, Opened, SealOptions, SigningKey};
 pub use error::{BuildError, DecodeError, ErrorKind};

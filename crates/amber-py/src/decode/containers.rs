@@ -121,6 +121,15 @@ impl Builder for PyBuilder<'_, '_> {
         }
     }
 
+    fn packed_ints(
+        &mut self,
+        list: &PyObj,
+        start: usize,
+        values: &[i64],
+    ) -> Result<(), (usize, BuildError)> {
+        self.fill_ints(list, start, values)
+    }
+
     fn packed_floats(&mut self, list: &PyObj, raw: &[u8]) -> Result<(), (usize, BuildError)> {
         self.fill_floats(list, raw)
     }

@@ -8,6 +8,7 @@ mod dict_template;
 mod float_run;
 mod gc_pause;
 mod hash_guard;
+mod int_run;
 mod key_cache;
 mod known;
 mod new_str;
