@@ -548,6 +548,9 @@ pub enum BodyOrigin {
 }
 
 impl BodyOrigin {
+    /// Where a plain payload's body is: in the input, right after the header.
+    pub const PLAIN: BodyOrigin = BodyOrigin::Input(HEADER_LEN);
+
     /// Turns an error at an offset in the body into one the caller can place: an absolute
     /// offset for a body in the input; for a decompressed body the offset stays relative to
     /// it and the detail says so.
@@ -906,7 +909,7 @@ pub fn open<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Result<Opened<'a>,
     if let Some(body) = plain_body(data, options) {
         return Ok(Opened {
             body: Cow::Borrowed(body),
-            origin: BodyOrigin::Input(HEADER_LEN),
+            origin: BodyOrigin::PLAIN,
             info: EnvelopeInfo::plain(body.len()),
             budget: AllocBudget::unspent(options.alloc_budget),
         });
@@ -916,8 +919,8 @@ pub fn open<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Result<Opened<'a>,
 
 /// The body of `data` when it is a plain payload (no envelope) and `options` has no keys,
 /// the common case: what [`open`] would find, without its checks for an envelope. Such a
-/// body is at [`BodyOrigin::Input`]`(HEADER_LEN)`, with nothing spent of
-/// `options.alloc_budget`. `None` for anything else, which only [`open`] can tell about.
+/// body is at [`BodyOrigin::PLAIN`], with nothing spent of `options.alloc_budget`. `None` for
+/// anything else, which only [`open`] can tell about.
 #[inline]
 pub fn plain_body<'a>(data: &'a [u8], options: &OpenOptions<'_>) -> Option<&'a [u8]> {
     if !options.keys.is_empty() {

@@ -137,7 +137,7 @@ pub fn decode_bytes(
     let (body, origin, budget) = match amber_format::envelope::plain_body(data, &options) {
         Some(body) => (
             body,
-            BodyOrigin::Input(amber_format::header::HEADER_LEN),
+            BodyOrigin::PLAIN,
             AllocBudget::unspent(options.alloc_budget),
         ),
         None => {
