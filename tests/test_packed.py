@@ -459,3 +459,81 @@ def test_an_int_that_cannot_be_made_fails_the_decode_cleanly():
     data = amber.dumps([values, values])
     assert data[4] == PACKED_INT_LIST | 0x80
     assert_out_of_memory_fails_cleanly(data, [values, values])
+
+
+# -- items read a word at a time -------------------------------------------------------------
+#
+# Eight one-byte items, or four two-byte ones, are taken from one 8-byte word
+# (crates/amber-format/src/varint_word.rs); anything else is read item by item. Both must give
+# the same ints, the same errors at the same offsets, and the same charges.
+
+
+def one_or_two_byte_ints(n: int, seed: int) -> list[int]:
+    """Runs of one-byte ints (-64..63) and two-byte ints (64 to 8191 in magnitude), of random
+    lengths, so that words of each width start at every position of a stretch."""
+    import random
+
+    rng = random.Random(seed)
+    out: list[int] = []
+    while len(out) < n:
+        two_bytes = rng.random() < 0.5
+        for _ in range(rng.randint(1, 12)):
+            if two_bytes:
+                out.append(rng.choice([1, -1]) * rng.randint(64, 8191) - (rng.random() < 0.5))
+            else:
+                out.append(rng.randint(-64, 63))
+    return fresh(out[:n])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_and_two_byte_items_in_every_arrangement(seed, graph_diff):
+    values = one_or_two_byte_ints(300, seed)
+    assert all(-8193 <= v <= 8191 for v in values)
+    data = check(values, graph_diff)
+    assert data == HEADER + ints_body(values)
+    assert amber.loads(data) == values
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(st.integers(-64, 63), st.integers(-8192, 8191), st.integers(-(2**20), 2**20)),
+        min_size=60,
+        max_size=200,
+    )
+)
+def test_short_varint_lists(values):
+    data = HEADER + ints_body(values)
+    assert amber.loads(data) == values
+
+
+@pytest.mark.parametrize("place", range(8))
+@pytest.mark.parametrize("overlong", [b"\x80\x00", b"\x81\x00", b"\xff\x00"])
+def test_an_overlong_item_among_two_byte_items_is_refused_where_it_is(place, overlong):
+    # 80 two-byte items (a run read a stretch at a time): one of them, at each place of a
+    # word, written in two bytes though it fits in one.
+    good = b"".join(varint(zigzag(v)) for v in [1000] * 80)
+    at = 2 * (64 + place)
+    body = bytes([PACKED_INT_LIST]) + varint(80) + good[:at] + overlong + good[at + 2 :]
+    with pytest.raises(amber.DecodeError) as info:
+        amber.loads(HEADER + body)
+    assert info.value.kind == "overlong_varint"
+    assert info.value.offset == len(HEADER) + 2 + at
+    # The same item in a short run, read item by item, is refused the same way.
+    short = bytes([PACKED_INT_LIST]) + varint(5) + good[:4] + overlong + good[6:10]
+    with pytest.raises(amber.DecodeError) as short_info:
+        amber.loads(HEADER + short)
+    assert (short_info.value.kind, short_info.value.offset) == ("overlong_varint", 3 + 2 + 4)
+
+
+@pytest.mark.parametrize(("value", "width"), [(-50, 1), (1000, 2), (-1000, 2), (10**6, 3)])
+@pytest.mark.parametrize("stop", [64, 65, 67, 70, 71, 99])
+def test_alloc_limit_inside_a_word_names_the_item(value, width, stop):
+    # 100 items, each charged (outside -16..63): the budget runs out at item `stop`, at
+    # each place of a word of one-byte or two-byte items, or of items read alone.
+    data = HEADER + ints_body([value] * 100)
+    with pytest.raises(amber.DecodeLimitError) as info:
+        amber.loads(data, max_alloc=72 + 8 * 100 + 32 * stop + 10)
+    assert info.value.kind == "alloc_limit"
+    assert info.value.offset == 5 + width * stop
+    assert amber.loads(data, max_alloc=72 + 8 * 100 + 32 * 100) == [value] * 100

@@ -12,6 +12,7 @@ use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
 use crate::object::{self, Creation, NameProblem, ObjectKind, ShapeDef};
 use crate::tag::{self, Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
+use crate::varint_word;
 use rustc_hash::FxHashSet;
 
 pub use crate::stack::{STACK_RED_ZONE, STACK_SEGMENT};
@@ -541,6 +542,60 @@ struct Decoder<'a, B: Builder> {
     /// The OUT_OF_BAND buffer indices used so far, in discarded SUPERSEDE copies too: each
     /// buffer backs at most one value (spec 5.16.6), which bounds what a host copies.
     buffers_used: FxHashSet<u64>,
+}
+
+/// A stretch of a packed int run (see [`Decoder::packed_int_items`]): the ints of its items
+/// and their offsets, read before the builder makes them.
+struct IntStretch<const N: usize> {
+    values: [i64; N],
+    offsets: [usize; N],
+}
+
+impl<const N: usize> IntStretch<N> {
+    /// Puts the `K` ints of a word that [`varint_word::take`] took, `W` bytes each, at
+    /// index `k`, with their offsets from `pos`, and charges those outside the inline range:
+    /// the number of items taken, or 0 (and nothing changed) when that charge would pass
+    /// `room`, or the stretch has no room.
+    #[inline(always)]
+    fn put_word<const K: usize, const W: usize>(
+        &mut self,
+        items: &[i64; K],
+        k: usize,
+        pos: &mut usize,
+        spent: &mut u64,
+        room: u64,
+    ) -> usize {
+        let (Some(values), Some(offsets)) = (
+            self.values.get_mut(k..k + K),
+            self.offsets.get_mut(k..k + K),
+        ) else {
+            return 0;
+        };
+        // Two-byte items are all outside (see `varint_word::Word::Pairs`); one-byte items
+        // from -64 to 63 are outside below the inline range's lower end.
+        let outside = if W == 2 {
+            K as u64
+        } else {
+            items.iter().map(|&v| u64::from(v < SMALL_INT_MIN)).sum()
+        };
+        debug_assert_eq!(
+            outside,
+            items
+                .iter()
+                .filter(|v| !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(*v))
+                .count() as u64
+        );
+        let charge = *spent + outside * cost::SCALAR;
+        if charge > room {
+            return 0;
+        }
+        values.copy_from_slice(items);
+        let at = *pos;
+        offsets.copy_from_slice(&std::array::from_fn::<usize, K, _>(|j| at + j * W));
+        *spent = charge;
+        *pos += 8;
+        K
+    }
 }
 
 /// The error of [`Decoder::take`] and [`Decoder::take_array`]: `what`, at `start`, needs `n`
@@ -1303,7 +1358,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
         // the general varint path, which also reports every malformed item.
         let data = self.data;
         let mut pos = self.pos;
-        let mut next = |d: &mut Self, pos: &mut usize| -> Result<i64, DecodeError> {
+        let next = |d: &mut Self, pos: &mut usize, spent: &mut u64| -> Result<i64, DecodeError> {
             let item_at = *pos;
             let z = match data.get(item_at..item_at + 2) {
                 Some(&[b0, _]) if b0 < 0x80 => {
@@ -1323,9 +1378,9 @@ impl<'a, B: Builder> Decoder<'a, B> {
             };
             let v = unzigzag(z);
             if !(SMALL_INT_MIN..=SMALL_INT_MAX).contains(&v) {
-                spent += cost::SCALAR;
-                if spent > room {
-                    d.allocated = d.allocated.saturating_add(spent);
+                *spent += cost::SCALAR;
+                if *spent > room {
+                    d.allocated = d.allocated.saturating_add(*spent);
                     return Err(d.alloc_error(item_at));
                 }
             }
@@ -1334,25 +1389,45 @@ impl<'a, B: Builder> Decoder<'a, B> {
         if N == 0 {
             for i in 0..n {
                 let item_at = pos;
-                let v = next(self, &mut pos)?;
+                let v = next(self, &mut pos, &mut spent)?;
                 self.builder
                     .packed_int(list, i, v)
                     .map_err(|e| host_error(e, item_at, "int"))?;
             }
         } else {
-            let mut values = [0i64; N];
-            let mut offsets = [0usize; N];
+            let mut stretch = IntStretch::<N> {
+                values: [0; N],
+                offsets: [0; N],
+            };
             let mut start = 0;
             while start < n {
                 let count = N.min(n - start);
-                for (value, offset) in values[..count].iter_mut().zip(&mut offsets[..count]) {
-                    *offset = pos;
-                    *value = next(self, &mut pos)?;
+                let mut k = 0;
+                while k < count {
+                    // Eight one-byte or four two-byte items at once (see `varint_word`),
+                    // charged together; a charge past the budget leaves them to `next`,
+                    // which reports the very item.
+                    let taken = match &varint_word::take(data, pos, count - k) {
+                        varint_word::Word::Bytes(ints) => {
+                            stretch.put_word::<8, 1>(ints, k, &mut pos, &mut spent, room)
+                        }
+                        varint_word::Word::Pairs(ints) => {
+                            stretch.put_word::<4, 2>(ints, k, &mut pos, &mut spent, room)
+                        }
+                        varint_word::Word::Other => 0,
+                    };
+                    if taken > 0 {
+                        k += taken;
+                        continue;
+                    }
+                    stretch.offsets[k] = pos;
+                    stretch.values[k] = next(self, &mut pos, &mut spent)?;
+                    k += 1;
                 }
                 self.builder
-                    .packed_ints(list, start, &values[..count])
+                    .packed_ints(list, start, &stretch.values[..count])
                     .map_err(|(i, e)| {
-                        host_error(e, offsets.get(i).copied().unwrap_or(pos), "int")
+                        host_error(e, stretch.offsets.get(i).copied().unwrap_or(pos), "int")
                     })?;
                 start += count;
             }

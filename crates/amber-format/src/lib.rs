@@ -30,6 +30,7 @@ pub mod tag;
 pub mod trace;
 pub mod utf8;
 pub mod varint;
+mod varint_word;
 
 pub use decode::{
     decode, decode_body, packed_floats_one_by_one, packed_ints_one_by_one, Builder, PairPlace,
