@@ -71,9 +71,9 @@ impl Builder for PyBuilder<'_, '_> {
         }
         // SAFETY: the GIL is held for the whole decode.
         let slot = match unsafe { value_cache::find(&mut self.values, utf8) } {
-            // SAFETY: find returned a new reference.
             value_cache::Found::Str(cached) => {
-                return Ok(unsafe { PyObj::from_owned(cached).unwrap_unchecked() })
+                // SAFETY: find returned a new reference, not NULL.
+                return Ok(unsafe { PyObj::from_owned(cached).unwrap_unchecked() });
             }
             value_cache::Found::Missed(slot) => slot,
             value_cache::Found::NotAscii => return self.make_wide_str(utf8),

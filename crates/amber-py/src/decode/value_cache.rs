@@ -49,8 +49,8 @@ struct Admission {
 /// [`Admission`] shared by every decode.
 struct Shared(UnsafeCell<Admission>);
 
-// SAFETY: read and written only by `find` and its callers' `remember`, with the GIL held
-// (the module does not declare itself free-threading safe); the GIL serialises every access.
+// SAFETY: read and written only by `Session::begin` and `find`, with the GIL held (the module
+// does not declare itself free-threading safe); the GIL serialises every access.
 unsafe impl Sync for Shared {}
 
 static ADMISSION: Shared = Shared(UnsafeCell::new(Admission {
