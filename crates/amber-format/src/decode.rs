@@ -59,13 +59,6 @@ pub trait Builder {
     fn key_str(&mut self, utf8: &[u8]) -> Result<Self::Obj, BuildError> {
         self.str(utf8)
     }
-    /// An untracked SHORT_STR read as a container's item or a dict's value, from bytes that
-    /// must be strict UTF-8. It has no identity on the wire (section 6.1), so a builder may
-    /// hand out a str it made before for the same bytes, as for [`Builder::key_str`].
-    #[inline(always)]
-    fn untracked_str(&mut self, utf8: &[u8]) -> Result<Self::Obj, BuildError> {
-        self.str(utf8)
-    }
     /// A str from UTF-8 that may also encode surrogates.
     fn str_surrogates(&mut self, bytes: &[u8]) -> Result<Self::Obj, BuildError>;
     /// A bytes object.
@@ -900,7 +893,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
                         let n = usize::from(tag - Tag::ShortStr.code());
                         if n < self.remaining() {
                             self.pos += 1;
-                            return self.untracked_short_str(at, n, B::untracked_str);
+                            return self.str_payload(at, n, false);
                         }
                     }
                     // A tracked SHORT_STR: the first of the REFs of a str a payload repeats.
@@ -961,26 +954,17 @@ impl<'a, B: Builder> Decoder<'a, B> {
                     let n = usize::from(tag - Tag::ShortStr.code());
                     if n < self.remaining() {
                         self.pos += 1;
-                        return self.untracked_short_str(at, n, B::key_str);
+                        self.charge(cost::str(n as u64), at)?;
+                        let raw = self.take(n, "str")?;
+                        return self
+                            .builder
+                            .key_str(raw)
+                            .map_err(|e| host_error(e, at + 1, "str"));
                     }
                 }
             }
         }
         self.value()
-    }
-
-    /// The `n` bytes of an untracked SHORT_STR whose tag at `at` was just read, made into a
-    /// str by `make` ([`Builder::untracked_str`] for a value, [`Builder::key_str`] for a key).
-    #[inline(always)]
-    fn untracked_short_str(
-        &mut self,
-        at: usize,
-        n: usize,
-        make: fn(&mut B, &[u8]) -> Result<B::Obj, BuildError>,
-    ) -> Result<B::Obj, DecodeError> {
-        self.charge(cost::str(n as u64), at)?;
-        let raw = self.take(n, "str")?;
-        make(self.builder, raw).map_err(|e| host_error(e, at + 1, "str"))
     }
 
     /// The value whose tag byte `tag` (at `at`) was just read.

@@ -5,7 +5,7 @@ use amber_format::{
 };
 use pyo3_ffi as ffi;
 
-use super::{dict_template, key_cache, new_str, value_cache, PyBuilder};
+use super::{dict_template, key_cache, PyBuilder};
 
 extern "C" {
     // CPython's constructor of a dict sized for `minused` items (pyo3-ffi keeps its binding
@@ -63,27 +63,6 @@ impl Builder for PyBuilder<'_, '_> {
         // SAFETY: the GIL is held; key is a new exact str of ASCII characters.
         unsafe { key_cache::remember(slot, key.as_ptr()) };
         Ok(key)
-    }
-    #[inline(always)]
-    fn untracked_str(&mut self, utf8: &[u8]) -> Result<PyObj, BuildError> {
-        if !self.values.is_on() {
-            return self.make_str(utf8);
-        }
-        // SAFETY: the GIL is held for the whole decode.
-        let slot = match unsafe { value_cache::find(&mut self.values, utf8) } {
-            value_cache::Found::Str(cached) => {
-                // SAFETY: find returned a new reference, not NULL.
-                return Ok(unsafe { PyObj::from_owned(cached).unwrap_unchecked() });
-            }
-            value_cache::Found::Missed(slot) => slot,
-            value_cache::Found::NotAscii => return self.make_wide_str(utf8),
-            value_cache::Found::TooLong => return self.make_str(utf8),
-        };
-        // SAFETY: find checked every byte is below 0x80; the GIL is held.
-        let text = self.own(unsafe { new_str::new_ascii_str(utf8) })?;
-        // SAFETY: the GIL is held; text is a new exact str of ASCII characters.
-        unsafe { value_cache::remember(slot, text.as_ptr()) };
-        Ok(text)
     }
     fn str_surrogates(&mut self, bytes: &[u8]) -> Result<PyObj, BuildError> {
         self.make_str_with_surrogates(bytes)

@@ -11,84 +11,19 @@ use std::cell::UnsafeCell;
 
 use pyo3_ffi as ffi;
 
-/// Slots in a table; a power of two.
+/// Slots in the table; a power of two.
 const SLOTS: usize = 1024;
 
-/// A table of strs made before: a str per slot, or NULL. Each str is an exact, compact ASCII
-/// str the table holds a reference to. The keys' table is this module's; the values' is
-/// `value_cache`'s, which shares its hashing and comparison.
-pub(super) struct Table(UnsafeCell<[*mut ffi::PyObject; SLOTS]>);
+/// The table: a str per slot, or NULL. Each str is an exact, compact ASCII str the table
+/// holds a reference to.
+struct Table(UnsafeCell<[*mut ffi::PyObject; SLOTS]>);
 
-// SAFETY: a table is only read and written by `Table::lookup` and `Table::put`, which run
-// with the GIL held (the module does not declare itself free-threading safe, so CPython keeps
-// the GIL on while it is loaded); the GIL serialises every access.
+// SAFETY: the table is only read and written by `lookup` and `remember`, which run with the
+// GIL held (the module does not declare itself free-threading safe, so CPython keeps the GIL
+// on while it is loaded); the GIL serialises every access.
 unsafe impl Sync for Table {}
 
-impl Table {
-    /// An empty table.
-    pub(super) const fn new() -> Table {
-        Table(UnsafeCell::new([std::ptr::null_mut(); SLOTS]))
-    }
-
-    /// A new reference to the cached str in `key`'s slot if its text is `key`'s, else NULL.
-    ///
-    /// # Safety
-    /// The GIL must be held.
-    #[inline(always)]
-    pub(super) unsafe fn lookup(&self, key: &ShortKey) -> *mut ffi::PyObject {
-        // SAFETY: the GIL is held (caller), so nothing else touches the table.
-        let cached = unsafe { (*self.0.get())[key.slot % SLOTS] };
-        if cached.is_null() {
-            return cached;
-        }
-        // SAFETY: cached is a live compact ASCII str the table holds; its data is its length
-        // in bytes, one byte per character.
-        unsafe {
-            let len = ffi::PyUnicode_GET_LENGTH(cached) as usize;
-            if len != key.len {
-                return std::ptr::null_mut();
-            }
-            // key.len <= 24, so the cached text is one `words` reads whole.
-            let text = std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len);
-            if !same_words(words(text), &key.words) {
-                return std::ptr::null_mut();
-            }
-            ffi::Py_INCREF(cached);
-        }
-        cached
-    }
-
-    /// Puts `text`, a str, into `slot`, dropping what was there.
-    ///
-    /// # Safety
-    /// The GIL must be held and `text` must be a live exact str of ASCII characters.
-    #[inline(always)]
-    pub(super) unsafe fn put(&self, slot: usize, text: *mut ffi::PyObject) {
-        // SAFETY: the GIL is held, so nothing else touches the table; the table takes its own
-        // reference to text and gives up the one it held to the old str, whose deallocation
-        // (a str's) runs no Python code.
-        unsafe {
-            let entry = &mut (*self.0.get())[slot % SLOTS];
-            ffi::Py_INCREF(text);
-            let old = std::mem::replace(entry, text);
-            if !old.is_null() {
-                ffi::Py_DECREF(old);
-            }
-        }
-    }
-
-    /// The str in `slot`, or NULL (borrowed).
-    ///
-    /// # Safety
-    /// The GIL must be held.
-    unsafe fn at(&self, slot: usize) -> *mut ffi::PyObject {
-        // SAFETY: the GIL is held (caller), so nothing else touches the table.
-        unsafe { (*self.0.get())[slot % SLOTS] }
-    }
-}
-
-/// The keys' table.
-static KEYS: Table = Table::new();
+static TABLE: Table = Table(UnsafeCell::new([std::ptr::null_mut(); SLOTS]));
 
 /// The slot for `key`'s bytes (at most 23 for a key the table holds; a longer text gets a
 /// slot from its first and last 16 bytes, for [`holds`]). Each of [`words`]' words in use is
@@ -99,9 +34,6 @@ static KEYS: Table = Table::new();
 pub(super) fn slot(key: &[u8]) -> usize {
     slot_of(key.len(), words(key))
 }
-
-/// The longest text [`short_key`] takes.
-pub(super) const SHORT_KEY_MAX: usize = 24;
 
 /// A key of at most 24 bytes, all ASCII, as [`lookup`] compares it: its slot, its length and
 /// its [`words`], read once for both.
@@ -117,7 +49,7 @@ pub(super) struct ShortKey {
 /// which `<[u8]>::is_ascii` made a loop over the bytes of every key shorter than a word.
 #[inline(always)]
 pub(super) fn short_key(key: &[u8]) -> Option<ShortKey> {
-    if key.len() > SHORT_KEY_MAX {
+    if key.len() > 24 {
         return None;
     }
     let words @ [a, b, c] = words(key);
@@ -196,14 +128,32 @@ fn short_word(text: &[u8]) -> u64 {
     }
 }
 
-/// A new reference to the cached key in `key`'s slot if its text is `key`'s, else NULL.
+/// A new reference to the cached str in `key`'s slot if its text is `key`'s, else NULL.
 ///
 /// # Safety
 /// The GIL must be held.
 #[inline(always)]
 pub(super) unsafe fn lookup(key: &ShortKey) -> *mut ffi::PyObject {
-    // SAFETY: the GIL is held (caller).
-    unsafe { KEYS.lookup(key) }
+    // SAFETY: the GIL is held (caller), so nothing else touches the table.
+    let cached = unsafe { (*TABLE.0.get())[key.slot % SLOTS] };
+    if cached.is_null() {
+        return cached;
+    }
+    // SAFETY: cached is a live compact ASCII str the table holds; its data is its length in
+    // bytes, one byte per character.
+    unsafe {
+        let len = ffi::PyUnicode_GET_LENGTH(cached) as usize;
+        if len != key.len {
+            return std::ptr::null_mut();
+        }
+        // key.len <= 24, so the cached text is one `words` reads whole.
+        let text = std::slice::from_raw_parts(ffi::PyUnicode_DATA(cached).cast::<u8>(), len);
+        if !same_words(words(text), &key.words) {
+            return std::ptr::null_mut();
+        }
+        ffi::Py_INCREF(cached);
+    }
+    cached
 }
 
 /// Puts `key`, a new compact ASCII str, into `slot`, dropping what was there. Its hash is
@@ -220,8 +170,17 @@ pub(super) unsafe fn remember(slot: usize, key: *mut ffi::PyObject) {
         unsafe { ffi::PyErr_Clear() };
         return;
     }
-    // SAFETY: the GIL is held and key is a live exact ASCII str (caller).
-    unsafe { KEYS.put(slot, key) };
+    // SAFETY: the GIL is held, so nothing else touches the table; the table takes its own
+    // reference to key and gives up the one it held to the old str, whose deallocation (a
+    // str's) runs no Python code.
+    unsafe {
+        let entry = &mut (*TABLE.0.get())[slot % SLOTS];
+        ffi::Py_INCREF(key);
+        let old = std::mem::replace(entry, key);
+        if !old.is_null() {
+            ffi::Py_DECREF(old);
+        }
+    }
 }
 
 /// Whether `key` is the str the table holds for its text: a later decode meeting that text
@@ -243,6 +202,6 @@ pub(super) unsafe fn holds(key: *mut ffi::PyObject) -> bool {
             return false;
         }
         let text = std::slice::from_raw_parts(text.cast::<u8>(), len as usize);
-        text.is_ascii() && KEYS.at(slot(text)) == key
+        text.is_ascii() && (*TABLE.0.get())[slot(text) % SLOTS] == key
     }
 }

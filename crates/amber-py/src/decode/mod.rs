@@ -16,7 +16,6 @@ mod numpy;
 mod oob;
 mod parts;
 mod scalars;
-mod value_cache;
 
 use std::mem::ManuallyDrop;
 
@@ -54,8 +53,6 @@ pub struct PyBuilder<'py, 'o> {
     /// The values of the instances built by their parts that are being decoded, innermost
     /// last (see `parts.rs`).
     pending: Vec<Vec<PyObj>>,
-    /// Whether this decode hands out short str values made before (`value_cache`).
-    values: value_cache::Session,
 }
 
 impl Drop for PyBuilder<'_, '_> {
@@ -79,8 +76,6 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
         let oob = oob::Buffers::new(buffers);
         // SAFETY: the GIL is held (the `py` token).
         let templates = ManuallyDrop::new(unsafe { dict_template::Templates::resume() });
-        // SAFETY: the GIL is held (the `py` token).
-        let values = unsafe { value_cache::Session::begin() };
         PyBuilder {
             py,
             guard,
@@ -92,7 +87,6 @@ impl<'py, 'o> PyBuilder<'py, 'o> {
             templates,
             frozen_body,
             pending: Vec::new(),
-            values,
         }
     }
 
