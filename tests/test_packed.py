@@ -507,6 +507,73 @@ def test_short_varint_lists(values):
     assert amber.loads(data) == values
 
 
+# A stretch of 64 items tries words only when the stretch before it averaged at most two and
+# a half bytes an item; after a stretch of longer items it is read item by item. Stretches of
+# every width, in every order, must still give the ints written.
+STRETCH_WIDTHS = {
+    1: (-64, 63),
+    2: (64, 8191),
+    3: (8192, 2**20 - 1),
+    6: (2**34, 2**40),
+    10: (2**62, 2**63 - 1),
+}
+
+
+def stretch_ints(widths: list[int], seed: int) -> list[int]:
+    """64 ints a stretch, each stretch of the varint width given (in bytes), signs mixed."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for width in widths:
+        low, high = STRETCH_WIDTHS[width]
+        for _ in range(64):
+            v = rng.randint(low, high)
+            out.append(v if width == 1 else rng.choice([v, -v - 1]))
+    return fresh(out)
+
+
+@pytest.mark.parametrize(
+    "widths",
+    [[3, 1, 2], [6, 6, 1, 10, 2, 3], [1, 3, 3, 2], [2, 10, 1], [3, 3, 3, 3], [10, 1]],
+    ids=lambda w: "-".join(map(str, w)),
+)
+def test_stretches_of_long_and_short_items_in_turn(widths, graph_diff):
+    values = stretch_ints(widths, len(widths))
+    for i, width in enumerate(widths):
+        assert all(len(varint(zigzag(v))) == width for v in values[64 * i : 64 * i + 64])
+    data = check(values, graph_diff)
+    assert data == HEADER + ints_body(values)
+    # And one item short of whole stretches: the last stretch is cut short.
+    assert amber.loads(HEADER + ints_body(values[:-1])) == values[:-1]
+
+
+@SETTINGS
+@given(
+    st.lists(st.sampled_from(sorted(STRETCH_WIDTHS)), min_size=2, max_size=6), st.integers(0, 99)
+)
+def test_stretch_widths_in_any_order(widths, seed):
+    values = stretch_ints(widths, seed)
+    assert amber.loads(HEADER + ints_body(values)) == values
+
+
+@pytest.mark.parametrize("first", [1000, 10**6], ids=["after_short_items", "after_long_items"])
+@pytest.mark.parametrize("place", range(8))
+@pytest.mark.parametrize("overlong", [b"\x80\x00", b"\x81\x00", b"\xff\x00"])
+def test_an_overlong_item_in_a_later_stretch(first, place, overlong):
+    # A first stretch of two-byte or three-byte items, then 80 two-byte items with one of
+    # them overlong: the second stretch tries words or reads items alone, and both refuse
+    # the same item at the same offset.
+    head = b"".join(varint(zigzag(v)) for v in [first] * 64)
+    good = b"".join(varint(zigzag(v)) for v in [1000] * 80)
+    at = 2 * place
+    body = bytes([PACKED_INT_LIST]) + varint(144) + head + good[:at] + overlong + good[at + 2 :]
+    with pytest.raises(amber.DecodeError) as info:
+        amber.loads(HEADER + body)
+    assert info.value.kind == "overlong_varint"
+    assert info.value.offset == len(HEADER) + 1 + len(varint(144)) + len(head) + at
+
+
 @pytest.mark.parametrize("place", range(8))
 @pytest.mark.parametrize("overlong", [b"\x80\x00", b"\x81\x00", b"\xff\x00"])
 def test_an_overlong_item_among_two_byte_items_is_refused_where_it_is(place, overlong):
@@ -530,7 +597,8 @@ def test_an_overlong_item_among_two_byte_items_is_refused_where_it_is(place, ove
 @pytest.mark.parametrize("stop", [64, 65, 67, 70, 71, 99])
 def test_alloc_limit_inside_a_word_names_the_item(value, width, stop):
     # 100 items, each charged (outside -16..63): the budget runs out at item `stop`, at
-    # each place of a word of one-byte or two-byte items, or of items read alone.
+    # each place of a word of one-byte or two-byte items, or of items read alone (three-byte
+    # items, and the second stretch after a first of them).
     data = HEADER + ints_body([value] * 100)
     with pytest.raises(amber.DecodeLimitError) as info:
         amber.loads(data, max_alloc=72 + 8 * 100 + 32 * stop + 10)
