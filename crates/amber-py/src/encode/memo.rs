@@ -7,7 +7,8 @@
 //!   object once a cyclic tuple has made the tracker record everything
 //!   (`RefTracker::track_everything`). In canonical mode immutable values (str, int, float,
 //!   bytes, tuples) are written by value every time, never looked up; mutable ones are
-//!   always looked up, as a tuple written twice in full may hold them.
+//!   always looked up, as a tuple written twice in full may hold them. All of this comes
+//!   down to one comparison of the reference count with a floor ([`Memo::set_floors`]).
 //! - **Liveness.** The memo keys objects by address. An object freed during the encode and a
 //!   new one made at its address would be taken for it, so before anything that can run
 //!   Python code or collect garbage (class code, a custom encoder, a numpy call) the encoder
@@ -159,6 +160,9 @@ pub(super) struct Memo {
     /// Whether this pass has found an object again: until it does, the key caches are
     /// neither consulted nor filled (see [`Memo::key_caches_on`]).
     found_any: bool,
+    /// The reference counts above which [`Memo::ref_if_seen`] looks an object up, for a
+    /// mutable object and for an immutable value (see [`Memo::set_floors`]).
+    floors: [ffi::Py_ssize_t; 2],
 }
 
 /// What [`Memo::key`] knows of a dict key.
@@ -176,7 +180,7 @@ impl Memo {
         // Left empty by the encode that filled them (see `Memo::empty_caches`).
         // SAFETY: an encode holds the GIL.
         let tables = unsafe { SCRATCH.take() }.unwrap_or_else(Tables::boxed);
-        Memo {
+        let mut memo = Memo {
             tables,
             on: refs,
             canonical,
@@ -185,7 +189,37 @@ impl Memo {
             last_offset: 0,
             key_slots_used: 0,
             found_any: false,
-        }
+            floors: [0; 2],
+        };
+        memo.set_floors();
+        memo
+    }
+
+    /// Sets [`Memo::floors`] from the options and the tracker's state, whenever either
+    /// changes: an object whose reference count is at most its floor is not looked up.
+    /// `ffi::Py_ssize_t::MAX`: never (refs off; an immutable value in canonical mode, which
+    /// is written by value); 0: always (inside a cyclic tuple, where the tracker records
+    /// everything; a mutable object in canonical mode, see [`Memo::ref_if_seen`]); otherwise
+    /// 1: when something besides its container holds it.
+    ///
+    /// Why one number: most objects an encode meets are held by their container alone, and
+    /// testing the options, the tracker's state and the count one after another cost each
+    /// about ten instructions (a list of 100 fresh strs: 996 more with refs than without).
+    fn set_floors(&mut self) {
+        let everything = self.tables.tracker.track_everything();
+        let floor = |never: bool, always: bool| {
+            if never {
+                ffi::Py_ssize_t::MAX
+            } else if always || everything {
+                0
+            } else {
+                1
+            }
+        };
+        self.floors = [
+            floor(!self.on, self.canonical),
+            floor(!self.on || self.canonical, false),
+        ];
     }
 
     /// Whether identity is tracked at all (`refs=True`).
@@ -219,6 +253,7 @@ impl Memo {
             tracker.reset(true);
         }
         self.empty_caches();
+        self.set_floors();
     }
 
     /// Empties `key_refs` and `recent`, if this pass wrote them: only a pass that found an
@@ -336,25 +371,28 @@ impl Memo {
     /// If `obj` was written before, writes a `REF` to it and returns true; otherwise records
     /// where it is about to be written. `BY_VALUE`: an immutable value, which canonical mode
     /// writes in full every time.
+    ///
+    /// In canonical mode a tuple that the graph holds twice is written in full each time, and
+    /// with it a mutable object that only the tuple holds: a reference count of 1 no longer
+    /// means the walk meets it once, so only the memo can find it again (its floor is 0).
     #[inline(always)]
     pub(super) fn ref_if_seen<const BY_VALUE: bool>(
         &mut self,
         obj: *mut ffi::PyObject,
         writer: &mut Writer<BytesSink>,
     ) -> bool {
-        let Some(tracker) = self.tracker() else {
-            return false;
-        };
-        // In canonical mode a tuple that the graph holds twice is written in full each time,
-        // and with it a mutable object that only the tuple holds: a reference count of 1 no
-        // longer means the walk meets it once, so only the memo can find it again.
-        let memo_all = !BY_VALUE && self.canonical;
-        if !memo_all && !Memo::may_meet_again(tracker, obj, self.held) {
+        let floor = self.floors[usize::from(BY_VALUE)];
+        // SAFETY: obj is live and the GIL is held.
+        let count = unsafe { ffi::Py_REFCNT(obj) };
+        if count <= floor {
             return false;
         }
-        if BY_VALUE && self.canonical {
+        // The encoder's own extra reference to `held` does not make it shared.
+        if count == 2 && floor == 1 && obj == self.held {
             return false;
         }
+        debug_assert!(self.on);
+        let tracker = &self.tables.tracker;
         let (recent, offset) = self.tables.recent[recent_slot(obj)];
         if recent == obj as usize {
             // Only objects the memo found again are kept there: the memo holds obj at offset
@@ -465,8 +503,14 @@ impl Memo {
         obj: *mut ffi::PyObject,
         writer: &mut Writer<BytesSink>,
     ) -> Option<ImmutableStart> {
-        let start = self.tracker_mut()?.begin_immutable(obj as usize, writer);
+        let tracker = self.tracker_mut()?;
+        let everything = tracker.track_everything();
+        let start = tracker.begin_immutable(obj as usize, writer);
         if let ImmutableStart::Write(_) = start {
+            // A cyclic tuple's write: the tracker records everything inside it.
+            if self.tables.tracker.track_everything() != everything {
+                self.set_floors();
+            }
             self.list_recorded(obj);
         }
         Some(start)
@@ -490,7 +534,11 @@ impl Memo {
         writer: &mut Writer<BytesSink>,
     ) {
         if let Some(tracker) = self.tracker_mut() {
+            let everything = tracker.track_everything();
             tracker.end_immutable(obj as usize, token, writer);
+            if tracker.track_everything() != everything {
+                self.set_floors();
+            }
         }
     }
 
