@@ -303,6 +303,32 @@ def test_tuple_cycle_through_dict(graph_diff):
     assert u[0]["me"] is u
 
 
+@pytest.mark.parametrize(
+    "inner",
+    [
+        lambda: tuple(["inner", 12345678]),
+        lambda: frozenset({("a", 1)}),
+        lambda: [1, 2, 3],
+        lambda: {"k": [1]},
+        lambda: "".join(["fresh ", "str"]),
+        lambda: int("1" * 25),
+    ],
+    ids=["tuple", "frozenset", "list", "dict", "str", "bigint"],
+)
+def test_an_object_held_once_inside_a_cyclic_tuple_is_written_once(inner, graph_diff):
+    # Inside a cyclic tuple's outer (superseded) write every object is tracked, even one
+    # only the tuple holds, since the tuple's real write meets it again: the real write then
+    # refers to it, as the reference encoder does, rather than writing it a second time.
+    items = []
+    t = (items, inner())
+    items.append(t)
+    held_once = ([],)
+    assert sys.getrefcount(t[1]) == sys.getrefcount(held_once[0])  # the tuple holds it alone
+    data, u = roundtrip(t, graph_diff)
+    assert data == ref_dumps(t)
+    assert u[0][0] is u
+
+
 def test_tuple_cycle_list_holds_tuple_twice(graph_diff):
     t = ([],)
     t[0].append(t)

@@ -160,9 +160,11 @@ pub(super) struct Memo {
     /// Whether this pass has found an object again: until it does, the key caches are
     /// neither consulted nor filled (see [`Memo::key_caches_on`]).
     found_any: bool,
-    /// The reference counts above which [`Memo::ref_if_seen`] looks an object up, for a
-    /// mutable object and for an immutable value (see [`Memo::set_floors`]).
-    floors: [ffi::Py_ssize_t; 2],
+    /// The reference counts above which an object goes through the memo: by
+    /// [`Memo::ref_if_seen`] a mutable object (`[0]`) and an immutable value (`[1]`), and
+    /// by [`Memo::immutable_may_repeat`] a tuple, frozenset or instance (`[2]`); see
+    /// [`Memo::set_floors`].
+    floors: [ffi::Py_ssize_t; 3],
 }
 
 /// What [`Memo::key`] knows of a dict key.
@@ -189,7 +191,7 @@ impl Memo {
             last_offset: 0,
             key_slots_used: 0,
             found_any: false,
-            floors: [0; 2],
+            floors: [0; 3],
         };
         memo.set_floors();
         memo
@@ -200,7 +202,9 @@ impl Memo {
     /// `ffi::Py_ssize_t::MAX`: never (refs off; an immutable value in canonical mode, which
     /// is written by value); 0: always (inside a cyclic tuple, where the tracker records
     /// everything; a mutable object in canonical mode, see [`Memo::ref_if_seen`]); otherwise
-    /// 1: when something besides its container holds it.
+    /// 1: when something besides its container holds it. The third floor, for
+    /// [`Memo::immutable_may_repeat`], does not depend on canonical mode: its callers decide
+    /// that themselves (a tuple is written by value, an instance goes through the memo).
     ///
     /// Why one number: most objects an encode meets are held by their container alone, and
     /// testing the options, the tracker's state and the count one after another cost each
@@ -219,7 +223,20 @@ impl Memo {
         self.floors = [
             floor(!self.on, self.canonical),
             floor(!self.on || self.canonical, false),
+            floor(!self.on, false),
         ];
+    }
+
+    /// Whether `obj`'s reference count is above `floor` (one of [`Memo::floors`]), not
+    /// counting the encoder's own extra reference to `held`. With the usual floor of 1: an
+    /// object held once, by its container, cannot be met twice (except inside a cyclic
+    /// tuple, when the floor is 0).
+    #[inline(always)]
+    fn above_floor(&self, obj: *mut ffi::PyObject, floor: ffi::Py_ssize_t) -> bool {
+        // SAFETY: obj is live and the GIL is held.
+        let count = unsafe { ffi::Py_REFCNT(obj) };
+        // The second test runs only for a count just above the usual floor of 1.
+        count > floor && !(count == 2 && floor == 1 && obj == self.held)
     }
 
     /// Whether identity is tracked at all (`refs=True`).
@@ -350,22 +367,12 @@ impl Memo {
         self.held = obj;
     }
 
-    /// Whether `obj` may be met again in this encode.
-    #[inline(always)]
-    fn may_meet_again(
-        tracker: &RefTracker,
-        obj: *mut ffi::PyObject,
-        held: *mut ffi::PyObject,
-    ) -> bool {
-        tracker.track_everything() || shared(obj, held)
-    }
-
-    /// Whether a tuple or frozenset goes through the memo: refs are on and it may be met
-    /// again.
+    /// Whether a tuple, frozenset or instance goes through the memo: refs are on and it may
+    /// be met again (something besides its container holds it, or the tracker records
+    /// everything).
     #[inline(always)]
     pub(super) fn immutable_may_repeat(&self, obj: *mut ffi::PyObject) -> bool {
-        self.tracker()
-            .is_some_and(|tracker| Memo::may_meet_again(tracker, obj, self.held))
+        self.above_floor(obj, self.floors[2])
     }
 
     /// If `obj` was written before, writes a `REF` to it and returns true; otherwise records
@@ -381,14 +388,7 @@ impl Memo {
         obj: *mut ffi::PyObject,
         writer: &mut Writer<BytesSink>,
     ) -> bool {
-        let floor = self.floors[usize::from(BY_VALUE)];
-        // SAFETY: obj is live and the GIL is held.
-        let count = unsafe { ffi::Py_REFCNT(obj) };
-        if count <= floor {
-            return false;
-        }
-        // The encoder's own extra reference to `held` does not make it shared.
-        if count == 2 && floor == 1 && obj == self.held {
+        if !self.above_floor(obj, self.floors[usize::from(BY_VALUE)]) {
             return false;
         }
         debug_assert!(self.on);
@@ -604,13 +604,4 @@ impl Memo {
             self.key_slots_used |= 1 << slot;
         }
     }
-}
-
-/// Whether anything besides its container holds `obj`; an object held once cannot be met
-/// twice (except inside a cyclic tuple, see `RefTracker::track_everything`). `held`, an
-/// object the encoder itself holds one extra reference to, does not count that one.
-#[inline]
-fn shared(obj: *mut ffi::PyObject, held: *mut ffi::PyObject) -> bool {
-    // SAFETY: obj is live and the GIL is held.
-    unsafe { ffi::Py_REFCNT(obj) - ffi::Py_ssize_t::from(obj == held) > 1 }
 }
