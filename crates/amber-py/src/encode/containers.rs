@@ -83,7 +83,7 @@ impl PyEncoder<'_> {
             // Class code (a __getstate__, a custom encoder) may run while an item is written
             // and change this list, so the length is read again before each item. The item
             // is borrowed: taking a reference would make every item look shared (see
-            // `shared`) and send it through the memo. An item that runs code holds itself
+            // `Memo::set_floors`) and send it through the memo. An item that runs code holds itself
             // while it does (class encoders take a reference once the memo has seen them),
             // and memoized objects are kept alive by the encoder.
             let item = list_item_now(obj, i as usize)?;

@@ -177,7 +177,8 @@ impl PyEncoder<'_> {
 
 /// A strong reference to `obj` for as long as it is being written: class code run by a child
 /// may drop the last other reference to it. Taken only after the identity memo has looked at
-/// `obj`, since it changes the reference count that `shared` in `memo.rs` reads.
+/// `obj`, since it changes the reference count that the memo's floors are compared with
+/// (`Memo::set_floors` in `memo.rs`).
 #[inline]
 fn hold(obj: *mut ffi::PyObject) -> PyObj {
     // SAFETY: obj is a live, non-NULL object for this call (its container or the caller
