@@ -3,8 +3,9 @@
 ``dumps(obj)`` and ``loads(data)`` without keywords skip option parsing. Payloads start in a
 reusable per-thread buffer and move to a bytes object once they outgrow it; dict keys come
 from a cache of keys made by earlier decodes; non-ASCII strs are decoded by amber rather than
-CPython, stepping over ASCII eight bytes at a time; REF targets are found through a hash index
-that grows with the payload. Each must give exactly what the general path gives.
+CPython, stepping over ASCII eight bytes at a time; REF targets are found through an index
+that grows with the payload, and the last few found are remembered while that pays. Each
+must give exactly what the general path gives.
 """
 
 from __future__ import annotations
@@ -327,6 +328,48 @@ def test_refs_to_many_distinct_targets(distinct, graph_diff):
     got = amber.loads(data)
     assert graph_diff(obj, got) is None
     assert len({id(s) for s in got[:-2]}) == distinct
+
+
+def _phases(*phases):
+    # Each phase: (how many items, the pool its items are drawn from in a fixed mixed order).
+    # A None in the pool stands for the next of 1,000 cold strs, in turn.
+    items = []
+    cold = iter(_COLD[n % 1000] for n in range(10**6))
+    for count, pool in phases:
+        drawn = (pool[(n * 7919 + n // 3) % len(pool)] for n in range(count))
+        items += [next(cold) if item is None else item for item in drawn]
+    return items
+
+
+_HOT = [2.5, "hot", 2**70, b"bytes", (1, "t")]
+_COLD = [f"cold-{n}" for n in range(3000)]
+
+
+@pytest.mark.parametrize(
+    "phases",
+    [
+        # A few targets met over and over: the memory of recent targets stays on.
+        [(20_000, _HOT)],
+        [(5_000, _HOT[:1])],
+        # Many targets: it turns off early, and the hot ones that follow go to the index.
+        [(9_000, _COLD), (5_000, _HOT)],
+        # Hot, then many (it turns off mid-decode), then hot again.
+        [(5_000, _HOT), (9_000, _COLD), (5_000, _HOT)],
+        # Two REFs to hot targets for each to a cold one, about the line where it turns off.
+        [(9_000, [_HOT[0], _HOT[1], None])],
+    ],
+    ids=["hot", "one", "cold-then-hot", "hot-cold-hot", "mixed"],
+)
+def test_refs_through_the_memory_of_recent_targets(phases, graph_diff):
+    obj = _phases(*phases)
+    data = amber.dumps(obj)
+    assert data == ref_dumps(obj)
+    got = amber.loads(data)
+    assert graph_diff(obj, got) is None
+    # Every item is the one object decoded for its original, not a copy.
+    first = {}
+    for original, item in zip(obj, got, strict=True):
+        assert first.setdefault(id(original), item) is item
 
 
 _PLAIN_AND_KEYWORD_VALUES = [None, {"a": [1, 2.5, "s"], "b": (1,)}, "x" * 5000, [[1]] * 3]

@@ -10,6 +10,7 @@ use crate::error::{BuildError, DecodeError, ErrorKind};
 use crate::ext::{BuildAfterCode, CreateFirstCode, ExtBlob, ExtCode, ExtLayout};
 use crate::limits::{cost, AllocBudget, Limits, HARD_MAX_DEPTH};
 use crate::object::{self, Creation, NameProblem, ObjectKind, ShapeDef};
+use crate::recent_refs::RecentRefs;
 use crate::tag::{self, Tag, SMALL_INT_MAX, SMALL_INT_MIN, TRACKABLE, TRACKED};
 use crate::varint::{read_varint, unzigzag, VarintError};
 use crate::varint_word;
@@ -436,6 +437,8 @@ struct RefIndex {
     /// Set by the first `REF`: until then nothing is indexed, so payloads without one pay
     /// nothing.
     started: bool,
+    /// The targets found last, which skip the search (see `recent_refs.rs`).
+    recent: RecentRefs,
 }
 
 impl RefIndex {
@@ -446,6 +449,7 @@ impl RefIndex {
             runs: Vec::new(),
             blocks: Vec::new(),
             started: true,
+            recent: RecentRefs::default(),
         };
         for (position, slot) in tracked.iter().enumerate() {
             index.add(slot.offset, position);
@@ -473,6 +477,23 @@ impl RefIndex {
             *entry = ((position - base) as u32) << REF_MASK_BITS;
         }
         *entry |= 1 << (offset & (REF_MASK_BITS as usize - 1));
+    }
+
+    /// [`RefIndex::find`], answered from the targets found last when it can (see
+    /// `recent_refs.rs`).
+    #[inline(always)]
+    fn find_recent<O>(&mut self, target: u64, tracked: &[TrackedSlot<O>]) -> Option<usize> {
+        if self.recent.is_on() {
+            if let Some(position) = self.recent.get(target) {
+                debug_assert_eq!(Some(position), self.find(target, tracked));
+                return Some(position);
+            }
+        }
+        let position = self.find(target, tracked)?;
+        if self.recent.is_on() {
+            self.recent.missed(target, position);
+        }
+        Some(position)
     }
 
     /// The position in `tracked` of the value at body offset `target`, if one is tracked
@@ -1820,7 +1841,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
             self.ref_index = RefIndex::of(&self.tracked);
         }
         if target < (at - self.body) as u64 {
-            if let Some(index) = self.ref_index.find(target, &self.tracked) {
+            if let Some(index) = self.ref_index.find_recent(target, &self.tracked) {
                 if let Some(TrackedSlot { obj: Some(obj), .. }) = self.tracked.get(index) {
                     if B::TRACES {
                         // The target is below `at`, so the sum stays in the input.

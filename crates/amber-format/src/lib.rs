@@ -24,6 +24,7 @@ mod identity;
 pub mod limits;
 pub mod model;
 pub mod object;
+mod recent_refs;
 pub mod stack;
 pub mod stream;
 pub mod tag;
