@@ -342,7 +342,8 @@ def _phases(*phases):
 
 
 _HOT = [2.5, "hot", 2**70, b"bytes", (1, "t")]
-_COLD = [f"cold-{n}" for n in range(3000)]
+# More cold strs than the encoder's memo holds before it prefetches its lookups (4,096).
+_COLD = [f"cold-{n}" for n in range(6000)]
 
 
 @pytest.mark.parametrize(

@@ -824,6 +824,30 @@ def test_class_code_that_empties_its_containers_is_refused_not_a_crash():
     assert "changed size" in str(info.value)
 
 
+@pytest.mark.parametrize("cut", ["clear", "tail", "one_ahead"])
+def test_class_code_that_shrinks_a_long_list_of_shared_objects_is_refused(cut):
+    # Past the first 4,096 shared objects the encoder reads a list's items ahead of the one
+    # it writes (to prefetch their lookups); items cut from under it must still be refused.
+    pool = [f"s{n}" for n in range(6000)]
+    victim: list = pool * 2
+    at = len(victim) - 100
+
+    class Cutter:
+        def __getstate__(self) -> dict:
+            if cut == "clear":
+                victim.clear()
+            elif cut == "tail":
+                del victim[at + 10 :]
+            else:
+                del victim[at + 1]
+            return {}
+
+    victim.insert(at, Cutter())
+    with pytest.raises(amber.EncodeError) as info:
+        amber.dumps([pool, victim], types=[Cutter])
+    assert "changed size" in str(info.value)
+
+
 class _DictMeddler:
     """Changes the dict it sits in, while that dict is being encoded, one of several ways."""
 

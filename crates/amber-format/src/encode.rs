@@ -638,6 +638,20 @@ impl RefTracker {
         self.memo.capacity()
     }
 
+    /// How many identities the memo's hash table holds (0 while the first tier holds them
+    /// all): a caller may prefetch lookups once the table outgrows the caches.
+    #[inline(always)]
+    pub fn table_entries(&self) -> usize {
+        self.memo.table_entries()
+    }
+
+    /// The address of the memo slot where a lookup of `id` will start, while the memo is in
+    /// its hash table; for a prefetch, as it is only computed, never read.
+    #[inline(always)]
+    pub fn slot_address(&self, id: usize) -> Option<usize> {
+        self.memo.table_slot_address(id)
+    }
+
     /// Whether this pass met a cycle through an immutable it did not expect: the output is
     /// not valid and the caller must encode again (after `reset(true)`).
     pub fn needs_rerun(&self) -> bool {

@@ -70,6 +70,27 @@ impl IdentityMap {
         self.table.capacity()
     }
 
+    /// How many entries the table holds: 0 while they are all in the first tier.
+    #[inline(always)]
+    pub(crate) fn table_entries(&self) -> usize {
+        if self.in_table {
+            self.table.entries()
+        } else {
+            0
+        }
+    }
+
+    /// Where in memory a table lookup of `key` starts, while the entries are in the table
+    /// (see `Table::first_slot_address`).
+    #[inline(always)]
+    pub(crate) fn table_slot_address(&self, key: usize) -> Option<usize> {
+        if self.in_table {
+            self.table.first_slot_address(key)
+        } else {
+            None
+        }
+    }
+
     /// Whether every entry so far is in the first tier.
     #[inline(always)]
     pub(crate) fn in_first_tier(&self) -> bool {
@@ -206,6 +227,25 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_table_reports_its_entries_and_where_a_lookup_starts() {
+        let mut map = IdentityMap::default();
+        for k in 1..=few::FEW {
+            map.get_or_insert(k * 48, Entry::Written(k));
+            // In the first tier: no table to count or to prefetch from.
+            assert_eq!(map.table_entries(), 0);
+            assert_eq!(map.table_slot_address(k * 48), None);
+        }
+        for k in few::FEW + 1..=500 {
+            map.get_or_insert(k * 48, Entry::Written(k));
+            assert_eq!(map.table_entries(), k);
+        }
+        assert!(map.table_slot_address(48).is_some());
+        map.clear();
+        assert_eq!(map.table_entries(), 0);
+        assert_eq!(map.table_slot_address(48), None);
     }
 
     #[test]

@@ -67,12 +67,6 @@ const FIRST_GENERATION: u64 = 1 << ENTRY_BITS;
 const LAST_GENERATION: u64 = !ENTRY_MASK;
 
 impl Table {
-    /// Entries in the current generation.
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.len
-    }
-
     /// Slots allocated (what keeping this table between encodes costs in memory).
     pub(super) fn capacity(&self) -> usize {
         self.slots.len()
@@ -90,10 +84,34 @@ impl Table {
         }
     }
 
+    /// Entries in the current generation.
+    #[inline(always)]
+    pub(super) fn entries(&self) -> usize {
+        self.len
+    }
+
+    /// The address of the slot where a search for `key` starts (the slot it is in, or the
+    /// first of those probed after it), for a caller that prefetches it; `None` before the
+    /// first insert. The address is only computed, never read.
+    #[inline(always)]
+    pub(super) fn first_slot_address(&self, key: usize) -> Option<usize> {
+        if self.bits == 0 {
+            return None;
+        }
+        Some(self.slots.as_ptr().wrapping_add(self.home(key)) as usize)
+    }
+
     /// Whether one more key fits without growing the table.
     #[inline(always)]
     pub(super) fn has_room(&self) -> bool {
         self.len < self.limit
+    }
+
+    /// The slot where a search for `key` starts. Fibonacci hashing: the top bits of the
+    /// product mix every bit of the address. Only with slots allocated (`bits > 0`).
+    #[inline(always)]
+    fn home(&self, key: usize) -> usize {
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
     }
 
     /// The slot holding `key`, or the empty slot where it would go. Only called with slots
@@ -102,8 +120,7 @@ impl Table {
     fn find(&self, key: usize) -> (usize, bool) {
         debug_assert!(self.bits > 0 && self.len < self.slots.len());
         let mask = self.slots.len() - 1;
-        // Fibonacci hashing: the top bits of the product mix every bit of the address.
-        let mut i = ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize;
+        let mut i = self.home(key);
         loop {
             let slot = self.slots[i];
             if !slot.is_current(self.generation) {
@@ -188,21 +205,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_lookup_starts_at_the_slot_whose_address_is_given() {
+        let mut map = Table::default();
+        assert_eq!(map.first_slot_address(48), None);
+        for k in 1..=3_000usize {
+            map.insert(k * 48, Entry::Written(k));
+        }
+        let base = map.slots.as_ptr() as usize;
+        let size = std::mem::size_of::<Slot>();
+        for k in 1..=3_000usize {
+            let address = map.first_slot_address(k * 48).expect("slots are allocated");
+            assert_eq!(address, base + map.home(k * 48) * size);
+            // The key sits in that slot or in one probed after it.
+            let (at, found) = map.find(k * 48);
+            assert!(found);
+            let probes = (at + map.slots.len() - map.home(k * 48)) % map.slots.len();
+            assert!(probes < map.slots.len() / 2, "key {k}: {probes} probes");
+        }
+    }
+
+    #[test]
     fn entries_survive_growth_and_vanish_on_clear() {
         let mut map = Table::default();
         for k in 0..10_000usize {
             assert_eq!(map.get_or_insert(k * 16, Entry::Written(k)), None);
         }
-        assert_eq!(map.len(), 10_000);
+        assert_eq!(map.entries(), 10_000);
         for k in 0..10_000usize {
             assert_eq!(map.get(k * 16), Some(Entry::Written(k)));
         }
         map.insert(32, Entry::Building { level: 7 });
         assert_eq!(map.get(32), Some(Entry::Building { level: 7 }));
-        assert_eq!(map.len(), 10_000);
+        assert_eq!(map.entries(), 10_000);
         let capacity = map.capacity();
         map.clear();
-        assert_eq!(map.len(), 0);
+        assert_eq!(map.entries(), 0);
         assert_eq!(map.capacity(), capacity);
         assert_eq!(map.get(32), None);
         assert_eq!(map.get_or_insert(48, Entry::Written(1)), None);

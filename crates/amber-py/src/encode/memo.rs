@@ -239,6 +239,22 @@ impl Memo {
         count > floor && !(count == 2 && floor == 1 && obj == self.held)
     }
 
+    /// Whether a long list's loop should prefetch its items' lookups: refs are on and the
+    /// table has outgrown the caches (see `prefetch.rs`).
+    #[inline(always)]
+    pub(super) fn worth_prefetching(&self) -> bool {
+        self.on && self.tables.tracker.table_entries() >= super::prefetch::LARGE_TABLE
+    }
+
+    /// Starts the reads a lookup of `obj` will make: its header and the table's slot.
+    #[inline(always)]
+    pub(super) fn prefetch_lookup(&self, obj: *mut ffi::PyObject) {
+        super::prefetch::prefetch(obj as usize);
+        if let Some(slot) = self.tables.tracker.slot_address(obj as usize) {
+            super::prefetch::prefetch(slot);
+        }
+    }
+
     /// Whether identity is tracked at all (`refs=True`).
     #[inline(always)]
     pub(super) fn is_on(&self) -> bool {

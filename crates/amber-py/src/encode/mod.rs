@@ -13,6 +13,7 @@ mod object_rows;
 mod oob;
 mod packed;
 mod parts;
+mod prefetch;
 mod records;
 mod rows;
 mod scalars;
