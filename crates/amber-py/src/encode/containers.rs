@@ -84,8 +84,9 @@ impl PyEncoder<'_> {
         for i in 0..n {
             // Once the memo's table is large, the rest of the list prefetches (the table only
             // grows until the encode ends). Checked every RECHECK items: a test at every item
-            // cost a list of repeated objects 9% more instructions.
-            if i % prefetch::RECHECK == 0 && self.memo.worth_prefetching() {
+            // cost a list of repeated objects 9% more instructions. Not at the first item, so
+            // that a short list (a GeoJSON document has thousands) never asks.
+            if i % prefetch::RECHECK == prefetch::RECHECK - 1 && self.memo.worth_prefetching() {
                 return self.list_rest_prefetching(obj, i, n);
             }
             self.list_item(obj, i)?;
