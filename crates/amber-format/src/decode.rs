@@ -435,9 +435,11 @@ struct RefIndex {
     /// block's start.
     blocks: Vec<usize>,
     /// Set by the first `REF`: until then nothing is indexed, so payloads without one pay
-    /// nothing.
+    /// for no index.
     started: bool,
-    /// The targets found last, which skip the search (see `recent_refs.rs`).
+    /// The targets found last, which skip the search (see `recent_refs.rs`). Its slots are
+    /// made with every decoder, `REF`s or not: about 30 instructions a decode (job_hash's
+    /// decode 9,076 to 9,107); a memory boxed at the first `REF` instead came out at 9,165.
     recent: RecentRefs,
 }
 

@@ -140,8 +140,9 @@ impl PyEncoder<'_> {
     /// (see `prefetch.rs`).
     #[inline(always)]
     fn prefetch_item(&self, list: *mut ffi::PyObject, i: usize) {
-        // SAFETY: list is a live list; i is checked against its length now (class code may
-        // have shrunk it), and the item is only prefetched, never read.
+        // SAFETY: list is a live list, and i is checked against its length now (class code
+        // may have shrunk it), so the item's pointer is read in bounds; the item itself is
+        // only prefetched, never dereferenced (it may be freed before its turn).
         unsafe {
             if i < ffi::PyList_GET_SIZE(list) as usize {
                 self.memo
