@@ -90,9 +90,9 @@ impl Table {
         self.len
     }
 
-    /// The address of the slot where a search for `key` starts (the slot it is in, or the
-    /// first of those probed after it), for a caller that prefetches it; `None` before the
-    /// first insert. The address is only computed, never read.
+    /// The address of the slot where a search for `key` starts (a key held is in that slot
+    /// or in one probed after it), for a caller that prefetches it; `None` before the first
+    /// insert. The address is only computed, never read.
     #[inline(always)]
     pub(super) fn first_slot_address(&self, key: usize) -> Option<usize> {
         if self.bits == 0 {
