@@ -52,11 +52,10 @@ impl Default for RecentRefs {
     }
 }
 
-/// The slot of `target`: the top bits of a multiplication (Fibonacci hashing), so that nearby
-/// offsets spread over the slots.
+/// The slot of `target` (`crate::fibonacci`), so that nearby offsets spread over the slots.
 #[inline(always)]
 fn slot(target: u64) -> usize {
-    (target.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
+    crate::fibonacci::slot(target, SLOTS.trailing_zeros())
 }
 
 impl RecentRefs {

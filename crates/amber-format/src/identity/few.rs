@@ -71,8 +71,7 @@ impl Few {
 
     #[inline(always)]
     fn probe(&self, key: usize) -> Probe {
-        // Fibonacci hashing, as the table does: the top 7 bits of the product.
-        let mut slot = ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57) as usize;
+        let mut slot = crate::fibonacci::slot(key as u64, INDEX_SLOTS.trailing_zeros());
         loop {
             let held = self.index[slot % INDEX_SLOTS];
             if held == 0 {

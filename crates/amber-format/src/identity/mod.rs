@@ -290,7 +290,7 @@ mod tests {
     fn colliding_keys(count: usize) -> Vec<usize> {
         (1..)
             .map(|k: usize| k * 16)
-            .filter(|&k| (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 57 == 0)
+            .filter(|&k| crate::fibonacci::slot(k as u64, 7) == 0)
             .take(count)
             .collect()
     }

@@ -107,11 +107,11 @@ impl Table {
         self.len < self.limit
     }
 
-    /// The slot where a search for `key` starts. Fibonacci hashing: the top bits of the
-    /// product mix every bit of the address. Only with slots allocated (`bits > 0`).
+    /// The slot where a search for `key` starts (`crate::fibonacci`). Only with slots
+    /// allocated (`bits > 0`).
     #[inline(always)]
     fn home(&self, key: usize) -> usize {
-        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - self.bits)) as usize
+        crate::fibonacci::slot(key as u64, self.bits)
     }
 
     /// The slot holding `key`, or the empty slot where it would go. Only called with slots
