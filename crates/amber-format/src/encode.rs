@@ -711,15 +711,6 @@ impl RefTracker {
         }
     }
 
-    /// Records `id` as written at `pos` if the memo can tell at once that it is new (in the
-    /// first tier, with the slot where its search would start empty); says whether it did.
-    /// Otherwise changes nothing, and the caller asks [`RefTracker::seen_or_record_in_first_tier`]
-    /// or [`RefTracker::seen_or_record`].
-    #[inline(always)]
-    pub fn record_if_plainly_new(&mut self, id: usize, pos: usize) -> bool {
-        self.memo.insert_new_in_first_tier(id, Entry::Written(pos))
-    }
-
     /// For a scalar or a mutable container about to be written at `pos`: the offset of its
     /// earlier occurrence, or `None` after recording this one.
     #[inline(always)]

@@ -105,19 +105,6 @@ impl Few {
         }
     }
 
-    /// Adds `value` for `key` if `key`'s home slot in the index is empty and there is room,
-    /// and says whether it did. An empty home slot proves `key` is not held (probing starts
-    /// there and stops at the first empty slot), so a first meeting, the common case, is
-    /// recorded without the probe loop; anything else is left to [`Few::get_or_insert`].
-    #[inline(always)]
-    pub(super) fn insert_if_home_is_empty(&mut self, key: usize, value: u64) -> bool {
-        let slot = crate::fibonacci::slot(key as u64, INDEX_SLOTS.trailing_zeros());
-        if self.index[slot % INDEX_SLOTS] != 0 {
-            return false;
-        }
-        self.add(slot % INDEX_SLOTS, key, value).is_ok()
-    }
-
     /// Sets the packed entry of `key`, or returns [`Full`] (changing nothing) when `key` is
     /// new and there is no room.
     #[inline(always)]

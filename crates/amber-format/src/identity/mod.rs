@@ -177,14 +177,6 @@ impl IdentityMap {
         }
     }
 
-    /// Records `make` for `key` if the first tier is in use and can tell at once that `key` is
-    /// new (see `Few::insert_if_home_is_empty`); says whether it did. Otherwise changes
-    /// nothing.
-    #[inline(always)]
-    pub(crate) fn insert_new_in_first_tier(&mut self, key: usize, make: Entry) -> bool {
-        !self.in_table && self.few.insert_if_home_is_empty(key, make.pack())
-    }
-
     /// Sets the entry for `key`.
     #[inline]
     pub(crate) fn insert(&mut self, key: usize, entry: Entry) {
@@ -329,44 +321,6 @@ mod tests {
             map.clear();
             assert!(map.in_first_tier());
         }
-    }
-
-    #[test]
-    fn a_key_is_recorded_at_once_only_where_its_home_slot_proves_it_new() {
-        let mut map = IdentityMap::default();
-        // Keys that share one home slot: the first is recorded at once, and the second
-        // (and the first again) are left to the full lookup, with nothing changed.
-        let keys = colliding_keys(2);
-        let (a, b) = (keys[0], keys[1]);
-        assert!(map.insert_new_in_first_tier(a, Entry::Written(1)));
-        assert!(!map.insert_new_in_first_tier(b, Entry::Written(2)));
-        assert!(!map.insert_new_in_first_tier(a, Entry::Written(3)));
-        assert_eq!(map.get(a), Some(Entry::Written(1)));
-        assert_eq!(map.get(b), None);
-        assert_eq!(map.get_or_insert(b, Entry::Written(2)), None);
-        assert_eq!(map.first_tier_keys(0).collect::<Vec<_>>(), [a, b]);
-        // Until the first tier is full: then never at once, and the full lookup moves the
-        // entries to the table, where they stay found.
-        let mut recorded = 2;
-        for key in (1..).map(|k: usize| k * 16 + 8) {
-            if recorded == few::FEW {
-                break;
-            }
-            if map.insert_new_in_first_tier(key, Entry::Written(key)) {
-                recorded += 1;
-                assert_eq!(map.get(key), Some(Entry::Written(key)));
-            }
-        }
-        assert_eq!(map.first_tier_len(), few::FEW);
-        let late = 1 << 40;
-        assert!(!map.insert_new_in_first_tier(late, Entry::Written(5)));
-        assert_eq!(map.get(late), None);
-        assert_eq!(map.get_or_insert(late, Entry::Written(5)), None);
-        assert!(!map.in_first_tier());
-        assert!(!map.insert_new_in_first_tier(late + 16, Entry::Written(6)));
-        assert_eq!(map.get(late + 16), None);
-        assert_eq!(map.get(a), Some(Entry::Written(1)));
-        assert_eq!(map.get(late), Some(Entry::Written(5)));
     }
 
     #[test]

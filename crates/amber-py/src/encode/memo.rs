@@ -16,9 +16,7 @@
 //!   they are released when the encode ends or restarts.
 //! - **Two tiers.** The identity memo (`RefTracker`) keeps a pass's first 64 objects in a
 //!   small array and moves them to its hash table at the 65th. A first meeting in the small
-//!   array goes through [`Memo::lookup_first_tier`], which skips the table's code; a str's
-//!   first meeting there, when the array's index shows at once that the str is new, is
-//!   recorded in line, without that call (see [`Memo::ref_if_seen`]).
+//!   array goes through [`Memo::lookup_first_tier`], which skips the table's code.
 //! - **Shortcuts.** Two small caches skip the memo's lookup, and both hold only objects
 //!   the memo already holds, so they are exact: `recent` keeps a few objects found again lately
 //!   (`[x] * n`, a shared str repeated in a long list), and two caches of str dict keys the
@@ -395,22 +393,13 @@ impl Memo {
 
     /// If `obj` was written before, writes a `REF` to it and returns true; otherwise records
     /// where it is about to be written. `BY_VALUE`: an immutable value, which canonical mode
-    /// writes in full every time. `NEW_FIRST`: first try recording `obj` in line, which
-    /// succeeds for most objects of a small message (see `RefTracker::record_if_plainly_new`).
-    ///
-    /// Only strs ask for `NEW_FIRST`. A small message's keys and literal strs are held
-    /// elsewhere too, so each is looked up, and nearly all are met once: recording them
-    /// without the call to [`Memo::lookup_first_tier`] took 6.3% of the instructions off
-    /// encoding the job hash (24 such strs) and 4.4% off quickle_small (10). In line at every
-    /// caller, the same test cost a GitHub API document 2.2% (the encoder's large functions
-    /// were laid out worse); for strs only, 0.5%. A str met again in the first tier pays for
-    /// the test before its lookup.
+    /// writes in full every time.
     ///
     /// In canonical mode a tuple that the graph holds twice is written in full each time, and
     /// with it a mutable object that only the tuple holds: a reference count of 1 no longer
     /// means the walk meets it once, so only the memo can find it again (its floor is 0).
     #[inline(always)]
-    pub(super) fn ref_if_seen<const BY_VALUE: bool, const NEW_FIRST: bool>(
+    pub(super) fn ref_if_seen<const BY_VALUE: bool>(
         &mut self,
         obj: *mut ffi::PyObject,
         writer: &mut Writer<BytesSink>,
@@ -429,14 +418,6 @@ impl Memo {
             return true;
         }
         if tracker.in_first_tier() {
-            if NEW_FIRST {
-                let pos = writer.body_pos();
-                if self.tables.tracker.record_if_plainly_new(obj as usize, pos) {
-                    // Listed by the tracker's first tier (see `Tables::recorded`).
-                    self.last_offset = pos;
-                    return false;
-                }
-            }
             return self.lookup_first_tier(obj, writer);
         }
         self.lookup(obj, writer)

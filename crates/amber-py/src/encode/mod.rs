@@ -258,7 +258,7 @@ impl PyEncoder<'_> {
     /// cannot be met twice.
     #[inline(always)]
     fn write_ref_if_seen(&mut self, obj: *mut ffi::PyObject) -> bool {
-        self.memo.ref_if_seen::<false, false>(obj, &mut self.writer)
+        self.ref_if_seen::<false>(obj)
     }
 
     /// [`PyEncoder::write_ref_if_seen`] for an immutable value (str, int, float, bytes, an
@@ -266,14 +266,12 @@ impl PyEncoder<'_> {
     /// so that equal values give equal bytes whichever of them happen to be one object.
     #[inline(always)]
     fn write_value_ref_if_seen(&mut self, obj: *mut ffi::PyObject) -> bool {
-        self.memo.ref_if_seen::<true, false>(obj, &mut self.writer)
+        self.ref_if_seen::<true>(obj)
     }
 
-    /// [`PyEncoder::write_value_ref_if_seen`] for a str, which a small message meets most:
-    /// its keys and literal values.
     #[inline(always)]
-    fn write_str_ref_if_seen(&mut self, obj: *mut ffi::PyObject) -> bool {
-        self.memo.ref_if_seen::<true, true>(obj, &mut self.writer)
+    fn ref_if_seen<const BY_VALUE: bool>(&mut self, obj: *mut ffi::PyObject) -> bool {
+        self.memo.ref_if_seen::<BY_VALUE>(obj, &mut self.writer)
     }
 
     #[inline]

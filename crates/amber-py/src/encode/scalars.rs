@@ -101,7 +101,7 @@ impl PyEncoder<'_> {
     pub(super) fn str(&mut self, obj: *mut ffi::PyObject) -> Result<(), EncodeFail> {
         // SAFETY: obj is an exact str.
         let empty = unsafe { ffi::PyUnicode_GET_LENGTH(obj) } == 0;
-        if !empty && self.write_str_ref_if_seen(obj) {
+        if !empty && self.write_value_ref_if_seen(obj) {
             return Ok(());
         }
         // The state bits are private: read only on the versions build.rs knows (pyo3 does not
