@@ -11,7 +11,7 @@ CARGO_FUZZ := $(CURDIR)/.tools/bin/cargo-fuzz
 
 .PHONY: all venv build build-release test test-rust test-python test-pythons test-core \
         wheel test-wheel test-generic fuzz-smoke fuzz fuzz-rust fuzz-python lint lint-checks bench \
-        bench-pythons check-ahead clean
+        bench-pythons instructions check-ahead clean
 
 # The CPythons amber supports. `make test` runs the full suite in $(VENV) (made with
 # $(PYTHON)) and CORE_TESTS on each other version it finds, as `python3.X` on PATH or through
@@ -236,6 +236,13 @@ bench: build-release js-bench
 	$(PY) bench/integrations.py --out bench/results
 	$(PY) bench/threads.py > bench/results/threads.md
 	$(PY) bench/class_patterns.py --out bench/results/class_patterns.md
+	$(PY) bench/instructions.py --codecs $(INSTRUCTIONS_CODECS) --out bench/results/instructions.md
+
+# Instructions per call of the small payloads (valgrind), which timing noise hides: see
+# bench/instructions.py. Part of `make bench`; alone, after a release build.
+INSTRUCTIONS_CODECS := amber,amber_refs,amber_norefs,orjson,ssrjson,msgspec
+instructions: build-release
+	$(PY) bench/instructions.py --codecs $(INSTRUCTIONS_CODECS) --out bench/results/instructions.md
 
 # The side-by-side table on every supported CPython found (the default one included), each
 # in a release build of its own (.venv-bench-py3.X), with the fast peers; the ratios to the
