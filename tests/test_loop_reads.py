@@ -1,9 +1,9 @@
 """The decoder reads the common values of a container's items in the container's own loop
-(`Decoder::value_in_loop`: inline ints, short strs tracked or not, INT, FLOAT64, REF, and
-untracked short lists, tuples and dicts); `amber._amber._trace` decodes through the general
-path only. Both must give the same value, or fail with the same kind at the same offset, for
-every prefix of a payload, every allocation budget around the one it needs and every depth
-limit from 1 to 5."""
+(`Decoder::value_in_loop`: inline ints, None and booleans, short strs tracked or not, INT,
+FLOAT64, REF, and untracked short lists, tuples and dicts); `amber._amber._trace` decodes
+through the general path only. Both must give the same value, or fail with the same kind at
+the same offset, for every prefix of a payload, every allocation budget around the one it
+needs and every depth limit from 1 to 5."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import amber
 import pytest
 from _common import smallest_budget
 from amber import _amber
+from amber._compare import graph_diff
 
 
 @dataclasses.dataclass
@@ -32,7 +33,7 @@ AGAIN = "".join(["ag", "ain"])
 # hands on (a FLOAT32, a tracked list).
 ITEMS: list[Any] = [
     5, -3, 63, "abc", "", "é", 1000, -70_000, 2**40, 0.1, -0.0, AGAIN, SHARED, [1], (2, "t"),
-    {"k": 3},
+    {"k": 3}, None, True, False,
 ]  # fmt: skip
 
 PAYLOADS = {
@@ -49,6 +50,9 @@ PAYLOADS = {
         Reading("t5", 4.0, 1, AGAIN),
         Reading("t6", 4.5, 2, AGAIN),
         Reading("t7", 5.0, 3, [1, (2, "t"), {"k": 3}]),
+        Reading("t8", 5.5, 4, None),
+        Reading("t9", 6.0, 5, True),
+        Reading("t10", 6.5, 6, False),
     ],
 }
 
@@ -77,7 +81,8 @@ def same(data: bytes, **limits: int) -> None:
 def test_in_loop_reads_fail_as_the_general_path_does(name):
     data = amber.dumps(PAYLOADS[name])
     back = amber.loads(data, types=[Reading])
-    assert back == PAYLOADS[name]
+    # Types too: True == 1, and a boolean read as an int would pass `==`.
+    assert graph_diff(back, PAYLOADS[name]) is None
     for cut in range(3, len(data) + 1):
         same(data[:cut])
     need = smallest_budget(data, placeholders=True)
@@ -94,6 +99,7 @@ def test_the_payloads_use_the_forms_they_are_named_for():
     }
     for name in PAYLOADS:
         assert {"SMALL_INT", "SMALL_NEG", "SHORT_STR", "INT", "FLOAT64", "REF"} <= tags[name], name
+        assert {"NONE", "TRUE", "FALSE"} <= tags[name], name
         assert {"SHORT_LIST", "SHORT_TUPLE", "SHORT_DICT"} <= tags[name], name
         events = _amber._trace(amber.dumps(PAYLOADS[name]))[0]
         tracked_strs = [e for e in events if e[4] == "SHORT_STR" and e[6] is not None]

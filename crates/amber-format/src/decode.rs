@@ -882,7 +882,7 @@ impl<'a, B: Builder> Decoder<'a, B> {
     }
 
     /// A value inside a container's loop: the scalars that rows and documents are mostly made
-    /// of (an inline int, a SHORT_STR, INT, FLOAT64) and REFs are read here, in the
+    /// of (an inline int, None, a boolean, a SHORT_STR, INT, FLOAT64) and REFs are read here, in the
     /// loop itself; anything else goes through [`Decoder::value`]. The reads, checks, charges and
     /// errors are [`Decoder::after_tag`]'s and [`Decoder::trackable`]'s for the same tags (the
     /// payloads are read by the same functions): only the call and the dispatch are saved,
@@ -906,6 +906,20 @@ impl<'a, B: Builder> Decoder<'a, B> {
                         return self
                             .builder
                             .int(i64::from(tag) - 0x90)
+                            .map_err(|e| host_error(e, at, "value"));
+                    }
+                    // None and the booleans: a JSON document's nulls and flags. Through
+                    // `value` each cost a call and a dispatch, about 60 instructions
+                    // (callgrind: decoding `[None] * 100_000`, 95 an item).
+                    0x90 => {
+                        self.pos += 1;
+                        return self.builder.none().map_err(|e| host_error(e, at, "value"));
+                    }
+                    0x91 | 0x92 => {
+                        self.pos += 1;
+                        return self
+                            .builder
+                            .bool(tag == 0x92)
                             .map_err(|e| host_error(e, at, "value"));
                     }
                     0x93 => {
