@@ -160,14 +160,26 @@ class Count:
     error: str | None = None
 
 
-def count(command: list[str], codec: str, payload: str, direction: str) -> Count:
+def count(
+    command: list[str], codec: str, payload: str, direction: str, lengths: tuple[int, int] | str
+) -> Count:
+    """One count: `lengths` are the loops' (from `loop_lengths`), or why they are missing."""
+    if isinstance(lengths, str):
+        return Count(payload, codec, direction, None, lengths)
+    shorter, longer = lengths
     try:
-        shorter, longer = loop_lengths(codec, payload, direction)
         low = run_loop(command, codec, payload, direction, shorter)
         high = run_loop(command, codec, payload, direction, longer)
-    except Exception as error:  # a codec that refuses a payload is a result, not a crash
+    except Exception as error:
         return Count(payload, codec, direction, None, f"{type(error).__name__}: {error}")
     return Count(payload, codec, direction, (high - low) / (longer - shorter))
+
+
+def lengths_or_error(codec: str, payload: str, direction: str) -> tuple[int, int] | str:
+    try:
+        return loop_lengths(codec, payload, direction)
+    except Exception as error:  # a codec that refuses a payload is a result, not a crash
+        return f"{type(error).__name__}: {error}"
 
 
 def table(counts: list[Count], codecs: list[str]) -> list[str]:
@@ -230,8 +242,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown codec {name!r} (known: {', '.join([*FACTORIES, *ENCODERS])})")
     command = valgrind_command()
     jobs = [(c, p, d) for p in payloads for d in directions for c in codecs]
+    # Timed here, before any count runs: with valgrind busy on both cores the timing would
+    # pick other loop lengths, and the counts would move by a few instructions.
+    lengths = [lengths_or_error(*job) for job in jobs]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        counts = list(pool.map(lambda job: count(command, *job), jobs))
+        counts = list(pool.map(lambda job, n: count(command, *job, n), jobs, lengths))
     lines = [
         f"Instructions per call (cachegrind; Python {platform.python_version()}, "
         f"{platform.machine()}), the difference of two loop lengths. Not time: see "
