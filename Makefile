@@ -236,13 +236,14 @@ bench: build-release js-bench
 	$(PY) bench/integrations.py --out bench/results
 	$(PY) bench/threads.py > bench/results/threads.md
 	$(PY) bench/class_patterns.py --out bench/results/class_patterns.md
-	$(PY) bench/instructions.py --codecs $(INSTRUCTIONS_CODECS) --out bench/results/instructions.md
+	$(INSTRUCTIONS)
 
 # Instructions per call of the small payloads (valgrind), which timing noise hides: see
 # bench/instructions.py. Part of `make bench`; alone, after a release build.
-INSTRUCTIONS_CODECS := amber,amber_refs,amber_norefs,orjson,ssrjson,msgspec
+INSTRUCTIONS := $(PY) bench/instructions.py --codecs amber,amber_refs,amber_norefs,orjson,ssrjson,msgspec \
+	--out bench/results/instructions.md
 instructions: build-release
-	$(PY) bench/instructions.py --codecs $(INSTRUCTIONS_CODECS) --out bench/results/instructions.md
+	$(INSTRUCTIONS)
 
 # The side-by-side table on every supported CPython found (the default one included), each
 # in a release build of its own (.venv-bench-py3.X), with the fast peers; the ratios to the
