@@ -13,11 +13,12 @@ divided by N2 - N1, so that the interpreter's start, the imports and each codec'
 one-time work cancel out. Each run is a fresh interpreter under cachegrind (cache
 simulation off), with the hash seed fixed, the collector off, an environment of its own
 rather than the caller's and, where `setarch` is found, address randomization off (amber's
-memo hashes addresses, so its probes depend on where objects land). The loop calls the codec as `bench/run.py` does (`bench/serializers.py`),
-on the payloads of `bench/payloads.py`; `amber_refs` and `amber_norefs` are
-`Encoder(refs=True).encode` and `Encoder(refs=False).encode`, what the memo costs. Count a
-release build (`make build-release`, or `make instructions`): a debug build's counts say
-nothing about speed.
+memo hashes addresses, so its probes depend on where objects land). The loop calls the
+codec as `bench/run.py` does (`bench/serializers.py`), on the payloads of
+`bench/payloads.py`; `amber_refs` and `amber_norefs` are `Encoder(refs=True).encode` and
+`Encoder(refs=False).encode`, what the memo costs. Count a release build
+(`make build-release`, or `make instructions`): a debug build's counts say nothing about
+speed.
 
     make instructions                                            # release build, then the default
     .venv/bin/python bench/instructions.py                       # small payloads, fast peers
