@@ -15,7 +15,9 @@ simulation off), with the hash seed fixed, the collector off, an environment of 
 rather than the caller's and, where `setarch` is found, address randomization off (amber's
 memo hashes addresses, so its probes depend on where objects land). The loop calls the
 codec as `bench/run.py` does (`bench/serializers.py`), on the payloads of
-`bench/payloads.py`; `amber_refs` and `amber_norefs` are `Encoder(refs=True).encode` and
+`bench/payloads.py` and on `one_int`, the int 1: a call's fixed cost, which the other rows
+include (a fifth of amber's encode of job_hash, a third of quickle_small's).
+`amber_refs` and `amber_norefs` are `Encoder(refs=True).encode` and
 `Encoder(refs=False).encode`, what the memo costs. Count a release build
 (`make build-release`, or `make instructions`): a debug build's counts say nothing about
 speed.
@@ -45,7 +47,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-DEFAULT_PAYLOADS = "quickle_small,job_hash,sereal_mixed,packed_1k"
+# A call's fixed cost: the int 1, which every codec writes in a byte or two, so that its
+# count is what a call costs before any data (argument checks, set-up, the result object).
+# Not one of `bench/payloads.py`'s, whose every payload `make bench` times and sizes.
+CALL_PAYLOAD = "one_int"
+DEFAULT_PAYLOADS = f"{CALL_PAYLOAD},quickle_small,job_hash,sereal_mixed,packed_1k"
 DEFAULT_CODECS = "amber,orjson,ssrjson,msgspec"
 # amber through a reused `Encoder`, with refs on and off: the pair `bench/refs.py` times
 # (target 6). Their decode is `loads`, as amber's.
@@ -77,9 +83,10 @@ def codec_for(name: str, payload: Any) -> Any:
 
 
 def payload_named(name: str) -> Any:
-    from payloads import all_payloads
+    from payloads import Payload, all_payloads
 
     found = {p.name: p for p in all_payloads(1.0)}
+    found[CALL_PAYLOAD] = Payload(CALL_PAYLOAD, "bench/instructions.py", "the int 1", lambda: 1)
     if name not in found:
         raise SystemExit(f"instructions.py: unknown payload {name!r} (known: {', '.join(found)})")
     return found[name]
