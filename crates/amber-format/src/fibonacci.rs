@@ -1,5 +1,6 @@
-//! Fibonacci hashing, the one hash of the format crate's small tables (the identity memo's
-//! first tier and table, the decoder's memory of `REF` targets).
+//! Fibonacci hashing, the one hash of the small tables keyed by an address or an offset: the
+//! identity memo's first tier and table and the decoder's memory of `REF` targets here, and
+//! the encoder's cache of dict keys in the Python glue.
 //!
 //! Their keys are addresses and body offsets: distinct machine words whose differences sit
 //! in the low bits (objects a fixed size apart, values a few bytes apart). Multiplying by
@@ -9,7 +10,7 @@
 /// The top `bits` bits of `key` times 2^64/φ: a slot in a table of `2^bits` slots. `bits`
 /// is from 1 to 63.
 #[inline(always)]
-pub(crate) fn slot(key: u64, bits: u32) -> usize {
+pub fn slot(key: u64, bits: u32) -> usize {
     debug_assert!((1..64).contains(&bits));
     (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }

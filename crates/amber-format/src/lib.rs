@@ -19,7 +19,7 @@ pub mod encode;
 pub mod envelope;
 pub mod error;
 pub mod ext;
-mod fibonacci;
+pub mod fibonacci;
 pub mod header;
 mod identity;
 pub mod limits;

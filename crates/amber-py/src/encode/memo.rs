@@ -134,10 +134,11 @@ fn recent_slot(obj: *mut ffi::PyObject) -> usize {
 }
 
 /// Where [`Tables::key_slots`] keeps the key `key`. Str objects made one after another sit a
-/// fixed distance apart, so the address is hashed (Fibonacci hashing) rather than masked.
+/// fixed distance apart, so the address is hashed (`amber_format::fibonacci`) rather than
+/// masked.
 #[inline(always)]
 fn key_slot(key: *mut ffi::PyObject) -> usize {
-    ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - KEY_SLOTS.trailing_zeros())) as usize
+    amber_format::fibonacci::slot(key as u64, KEY_SLOTS.trailing_zeros())
 }
 
 /// The identity memo of one encode (see the module documentation).
